@@ -1,0 +1,67 @@
+"""The ``minigrad`` command: grade exercises, (re)build exercise files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _grade(args) -> int:
+    from minigrad.grading import grade
+
+    try:
+        grade(
+            args.chapter, args.file, folder=args.dir, reference=args.reference,
+            timeout=args.timeout, memory_mb=args.memory_mb, json_path=args.json,
+        )
+    except (FileNotFoundError, ValueError) as err:
+        print(f"minigrad grade: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _exercises(args) -> int:
+    from minigrad.grading.carve import build
+
+    root = Path(args.root)
+    touched = build(root, check=args.check)
+    if args.check:
+        if touched:
+            print("out of date (run `minigrad exercises build`):", *map(str, touched), sep="\n  ")
+            return 1
+        print("exercises/ and solutions/ are up to date")
+        return 0
+    print("\n".join(f"wrote {p}" for p in touched) or "exercises/ and solutions/ were already up to date")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="minigrad", description="minigrad course tools")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("grade", help="grade your exercise file(s)")
+    g.add_argument("chapter", help="chapter number (01, 02, ...) or 'all'")
+    g.add_argument("--file", help="the file to grade (default: exercises/NN_*.py from the current folder up)")
+    g.add_argument("--dir", help="a folder holding NN_*.py exercise files (for 'all')")
+    g.add_argument("--reference", action="store_true", help="grade the library's own reference code")
+    g.add_argument("--json", metavar="PATH", help="also write Gradescope's results.json to PATH")
+    g.add_argument("--timeout", type=float, default=60.0, help="seconds allowed per exercise (default 60)")
+    g.add_argument("--memory-mb", type=int, default=2048, help="memory limit per exercise in MB (default 2048)")
+    g.set_defaults(run=_grade)
+
+    e = sub.add_parser("exercises", help="generate exercises/ and solutions/ from the library")
+    e.add_argument("action", choices=["build"])
+    e.add_argument("--check", action="store_true", help="only compare; exit 1 if the files are out of date")
+    e.add_argument("--root", default=".", help="folder that holds exercises/ and solutions/ (default: .)")
+    e.set_defaults(run=_exercises)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,41 @@
+"""Exercises and the grader (outside the stage order: may import any stage, no stage imports it).
+
+In a notebook::
+
+    from minigrad.grading import grade, load_exercise
+    grade("01")                      # grade exercises/01_*.py, print the table
+    MyValue = load_exercise("01").Value   # run the chapter's demos with your own Value
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from minigrad.grading.loader import find_exercise_file, load_exercise
+from minigrad.grading.manifest import chapter, chapters
+from minigrad.grading.report import gradescope, table, write_gradescope
+from minigrad.grading.runner import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, ChapterResult, grade_chapter, resolve_files
+
+__all__ = ["grade", "load_exercise", "find_exercise_file", "chapter", "chapters", "table", "gradescope"]
+
+
+def grade(
+    which: str | int = "all",
+    file: str | Path | None = None,
+    *,
+    folder: str | Path | None = None,
+    reference: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    memory_mb: int = DEFAULT_MEMORY_MB,
+    json_path: str | Path | None = None,
+    show: bool = True,
+) -> list[ChapterResult]:
+    """Grade chapter ``which`` ("01", 1 or "all"); print the table unless ``show`` is False."""
+    which = "all" if str(which) == "all" else str(which)
+    files = resolve_files(which, file, folder, reference)
+    results = [grade_chapter(n, f, timeout=timeout, memory_mb=memory_mb) for n, f in files.items()]
+    if show:
+        print(table(results), end="")
+    if json_path is not None:
+        write_gradescope(results, json_path)
+    return results

@@ -1,0 +1,1 @@
+"""Graded checks, one module per chapter; run by ``minigrad grade`` through pytest."""

@@ -1,0 +1,53 @@
+"""Load a learner's exercise file as a fresh module, so it can be graded or plugged into demos."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from minigrad.grading.manifest import chapter
+
+_counter = itertools.count()
+
+
+def find_exercise_file(number: str | int, start: Path | None = None) -> Path:
+    """``exercises/NN_*.py`` in ``start`` (default: the current folder) or the nearest parent that has it."""
+    ch = chapter(number)
+    start = (start or Path.cwd()).resolve()
+    for folder in (start, *start.parents):
+        candidate = folder / "exercises" / ch.file
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"could not find exercises/{ch.file} in {start} or any folder above it. "
+        f"Run from the course folder, pass the file explicitly (--file PATH), "
+        f"or create the exercise files with `minigrad exercises build`."
+    )
+
+
+def load_module(path: str | Path, name: str | None = None) -> ModuleType:
+    """Import the Python file at ``path`` as a new module (a fresh copy on every call)."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"no such exercise file: {path}")
+    name = name or f"minigrad_submission_{path.stem}_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def load_exercise(number: str | int, path: str | Path | None = None) -> ModuleType:
+    """The learner's module for chapter ``number``: ``load_exercise("01").Value`` is their Value.
+
+    With no ``path``, looks for ``exercises/NN_*.py`` from the current folder upwards.
+    """
+    return load_module(path or find_exercise_file(number))
