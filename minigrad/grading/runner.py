@@ -82,6 +82,7 @@ def grade_exercise(ch: Chapter, exercise: Exercise, file: Path, timeout: float, 
         results = tmp / "results.jsonl"
         env = dict(os.environ, MINIGRAD_SUBMISSION=str(file), MINIGRAD_RESULTS=str(results))
         env.pop("PYTEST_ADDOPTS", None)
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only our plugin: faster start, no surprises
         command = [
             sys.executable, "-m", "pytest", str(ch.checks),
             "-c", str(tmp / "pytest.ini"), "--rootdir", str(tmp),

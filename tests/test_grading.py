@@ -1,0 +1,144 @@
+"""The grader: reference and solutions score full marks, stubs zero, hostile code cannot hurt it."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from minigrad.grading import grade
+from minigrad.grading.manifest import chapters
+from minigrad.grading.report import gradescope, table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _scores(results):
+    return {r.exercise.id: r.score for c in results for r in c.exercises}
+
+
+def _full_marks():
+    return {e.id: e.points for c in chapters().values() for e in c.exercises}
+
+
+def test_reference_scores_full_marks():
+    assert _scores(grade("all", reference=True, show=False)) == _full_marks()
+
+
+def test_solutions_score_full_marks():
+    assert _scores(grade("all", folder=ROOT / "solutions", show=False)) == _full_marks()
+
+
+def test_stubs_score_zero():
+    results = grade("all", folder=ROOT / "exercises", show=False)
+    assert all(score == 0 for score in _scores(results).values())
+    assert sum(c.max_score for c in results) == sum(_full_marks().values())
+    assert "NotImplementedError: Exercise 1.1" in table(results)
+
+
+SLEEPER = "313.25"
+
+
+def _hostile_chapter_01(tmp_path) -> Path:
+    text = (ROOT / "solutions" / "01_scalar_autograd.py").read_text()
+
+    def inject(after: str, code: str) -> None:
+        nonlocal text
+        assert after in text, after
+        indent = after[: len(after) - len(after.lstrip())]
+        text = text.replace(after, f"{indent}{code}\n{after}", 1)
+
+    inject("        other = _as_value(other, \"*\", self)\n        return", "bytearray(10 * 2**30)  # 10 GB")
+    inject("            out = a**b\n", "import sys; sys.exit(3)")
+    inject("        t = math.tanh(self.data)\n", "while True: pass")
+    inject("    order: list[Value] = []\n", "import os; os._exit(1)")
+    inject(
+        "        order = topological_order(self)\n",
+        f"import subprocess; subprocess.Popen(['sleep', '{SLEEPER}']); subprocess.Popen(['sleep', '{SLEEPER}'], start_new_session=True)",
+    )
+    path = tmp_path / "01_hostile.py"
+    path.write_text(text)
+    return path
+
+
+def _sleepers_left() -> int:
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if SLEEPER.encode() in (entry / "cmdline").read_bytes():
+                    count += 1
+            except OSError:
+                pass
+    return count
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process sweeping is checked through /proc")
+def test_hostile_submission_costs_only_its_points(tmp_path):
+    path = _hostile_chapter_01(tmp_path)
+    timeout = 6.0
+    start = time.monotonic()
+    [result] = grade("01", path, timeout=timeout, memory_mb=1024, show=False)
+    elapsed = time.monotonic() - start
+    by_id = {r.exercise.id: r for r in result.exercises}
+    assert by_id["1.1"].score == 0 and "MemoryError" in by_id["1.1"].output
+    assert by_id["1.2"].score < 3 and "SystemExit" in by_id["1.2"].output
+    assert by_id["1.3"].score == 0 and by_id["1.3"].status == "timeout"
+    assert by_id["1.4"].score == 0 and "died" in by_id["1.4"].output
+    assert by_id["1.5"].score == 4, by_id["1.5"].output  # correct code that leaves processes behind
+    assert result.max_score == 15
+    assert elapsed < 5 * timeout + 20
+    assert _sleepers_left() == 0, "the grader must kill everything the submission started"
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("raise RuntimeError('broken at import')\n", "broken at import"),
+        ("def f(:\n", "SyntaxError"),
+        ("import sys\nsys.exit(0)\n", "SystemExit"),
+    ],
+)
+def test_broken_files_score_zero_with_a_reason(tmp_path, source, expected):
+    path = tmp_path / "02_broken.py"
+    path.write_text(source)
+    [result] = grade("02", path, timeout=20, show=False)
+    assert result.score == 0 and result.max_score == 10
+    assert all(expected in r.output for r in result.exercises), [r.output for r in result.exercises]
+
+
+def test_gradescope_json_via_cli(tmp_path):
+    out = tmp_path / "results.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "minigrad.cli", "grade", "02", "--file", str(ROOT / "solutions" / "02_neural_nets_from_scalars.py"), "--json", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "10 / 10" in run.stdout
+    data = json.loads(out.read_text())
+    assert data["score"] == 10
+    assert {t["name"].split(":")[0] for t in data["tests"]} == {"Exercise 2.1", "Exercise 2.2", "Exercise 2.3", "Exercise 2.4"}
+    for t in data["tests"]:
+        assert set(t) == {"name", "score", "max_score", "status", "output"} and t["status"] == "passed"
+
+
+def test_cli_explains_a_missing_file(tmp_path):
+    run = subprocess.run(
+        [sys.executable, "-m", "minigrad.cli", "grade", "01"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 2
+    assert "could not find exercises/01_scalar_autograd.py" in run.stderr and "--file" in run.stderr
+
+
+def test_unknown_chapter_is_explained():
+    with pytest.raises(ValueError, match="chapters with exercises: 01, 02"):
+        grade("42", show=False)
+
+
+def test_gradescope_counts_crashes_against_the_full_denominator(tmp_path):
+    path = tmp_path / "x.py"
+    path.write_text("raise SystemExit(1)\n")
+    data = gradescope(grade("01", path, timeout=20, show=False))
+    assert data["score"] == 0 and sum(t["max_score"] for t in data["tests"]) == 15
