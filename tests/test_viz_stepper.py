@@ -1,0 +1,181 @@
+"""The backprop stepper: its own gradients, its explanations, its widget."""
+
+from __future__ import annotations
+
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from minigrad.scalar import MLP, Value, topological_order
+from minigrad.viz import BackpropStepper, SVGFigure, trace_backprop
+from minigrad.viz.stepper import explain_step, step_colours
+
+
+def expression():
+    a, b, c, f = Value(2.0, label="a"), Value(-3.0, label="b"), Value(10.0, label="c"), Value(-2.0, label="f")
+    return (a * b + c) * f
+
+
+def reused():
+    a = Value(3.0, label="a")
+    b = a + a
+    b.label = "b"
+    c = b * b
+    c.label = "c"
+    return c
+
+
+def neuron():
+    x1, x2 = Value(2.0, label="x1"), Value(0.0, label="x2")
+    w1, w2, b = Value(-3.0, label="w1"), Value(1.0, label="w2"), Value(6.881373587, label="b")
+    return (x1 * w1 + x2 * w2 + b).tanh()
+
+
+def mixed():
+    x, y = Value(1.5, label="x"), Value(-0.5, label="y")
+    z = (x / (y * y + 1.0)) ** 2 - x.exp() * y.sigmoid() + (x * y).relu() + x.log()
+    return z * z
+
+
+def mlp():
+    return MLP(2, [4, 4, 1], seed=3)([0.5, -1.0])
+
+
+GRAPHS = [expression, reused, neuron, mixed, mlp]
+
+
+@pytest.mark.parametrize("make", GRAPHS)
+def test_last_step_gradients_equal_backward(make):
+    root = make()
+    trace = trace_backprop(root)
+    root.backward()
+    final = trace.steps[-1]
+    assert all(final.final)
+    for node, grad in zip(trace.nodes, final.grads):
+        assert grad == pytest.approx(node.grad, rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("make", GRAPHS)
+def test_the_graph_is_not_mutated(make):
+    root = make()
+    stepper = BackpropStepper(root)
+    for k in range(stepper.last_step + 1):
+        stepper.frame(k)
+        stepper.explanation(k)
+    stepper.static_figure(range(stepper.last_step + 1))
+    stepper.widget
+    stepper.step(stepper.last_step)
+    assert all(node.grad == 0.0 for node in topological_order(root))
+
+
+def test_reused_node_accumulates_and_the_explanation_shows_the_products():
+    stepper = BackpropStepper(reused())
+    assert stepper.last_step == 2
+    assert "grad(c) = dc/dc = 1" in stepper.explanation(0)
+    first = stepper.explanation(1)
+    assert "grad(b) += local × grad(c) = 6 × 1 = 6" in first
+    assert "so grad(b) = 12" in first
+    second = stepper.explanation(2)
+    assert "grad(a) += local × grad(b) = 1 × 12 = 12, so grad(a) = 24" in second
+    assert "final" in second
+
+
+def test_gradients_appear_step_by_step():
+    trace = trace_backprop(reused())
+    names = list(trace.names)
+    a, b, c = names.index("a"), names.index("b"), names.index("c")
+    assert trace.steps[0].grads[a] is None and trace.steps[0].grads[c] == 1.0
+    assert trace.steps[1].grads[b] == 12.0 and trace.steps[1].final[b]
+    assert trace.steps[1].grads[a] is None
+    assert trace.steps[2].grads[a] == 24.0
+
+
+def test_a_gradient_is_final_only_after_every_user_is_processed():
+    x = Value(2.0, label="x")
+    y = x * 3.0
+    y.label = "y"
+    z = x + y  # x is used by y and by z
+    trace = trace_backprop(z)
+    x_index = list(trace.names).index("x")
+    after_z = trace.steps[1]
+    assert after_z.grads[x_index] == 1.0 and not after_z.final[x_index]
+    assert trace.steps[2].final[x_index] and trace.steps[2].grads[x_index] == 4.0
+
+
+def test_frames_highlight_the_active_node_and_hide_unknown_gradients():
+    stepper = BackpropStepper(reused())
+    start = stepper.frame(0).svg
+    ET.fromstring(start)
+    assert "grad = ?" in start and "#fff4c2" in start  # the output, highlighted
+    end = stepper.frame(stepper.last_step).svg
+    assert "grad = ?" not in end and "#dcf2e2" in end
+    colours = dict((id(node), colour) for node, colour in step_colours(stepper.trace, 1))
+    assert colours[id(stepper.trace.nodes[-1])] == "yellow"
+
+
+def test_step_validation():
+    stepper = BackpropStepper(expression())
+    with pytest.raises(ValueError, match="from 0 to 3"):
+        stepper.step(4)
+    with pytest.raises(ValueError):
+        stepper.frame(-1)
+    stepper.step(2)
+    assert stepper.current_step == 2
+    assert stepper.explanation() == explain_step(stepper.trace, 2)
+
+
+def test_widget_buttons_and_slider_move_through_the_steps():
+    stepper = BackpropStepper(expression())
+    box = stepper.widget
+    assert box is stepper.widget and len(box.children) == 3
+    assert stepper._back.disabled
+    stepper._next.click()
+    stepper._next.click()
+    assert stepper.current_step == 2 and stepper._slider.value == 2
+    assert "<svg" in stepper._picture.value and "Step 2/3" in stepper._text.value
+    stepper._back.click()
+    assert stepper.current_step == 1
+    stepper._slider.value = 3
+    assert stepper.current_step == 3 and stepper._next.disabled
+    stepper._reset.click()
+    assert stepper.current_step == 0 and stepper._slider.value == 0
+
+
+def test_static_figure_shows_chosen_steps_with_their_explanations():
+    stepper = BackpropStepper(reused())
+    last = stepper.static_figure()
+    assert isinstance(last, SVGFigure) and "Step 2/2" in last.svg
+    several = stepper.static_figure([0, 1])
+    ET.fromstring(several.svg)
+    assert "Step 0/2" in several.svg and "Step 1/2" in several.svg and "Step 2/2" not in several.svg
+
+
+def test_ipython_display_sends_the_widget_with_a_static_fallback(monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kwargs: shown.append((obj, kwargs)))
+    BackpropStepper(reused())._ipython_display_()
+    bundle, kwargs = shown[0]
+    assert kwargs == {"raw": True}
+    assert "application/vnd.jupyter.widget-view+json" in bundle and "image/svg+xml" in bundle
+
+    shown.clear()
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # import fails as if not installed
+    BackpropStepper(reused())._ipython_display_()
+    assert isinstance(shown[0][0], SVGFigure)
+
+
+def test_single_value_has_only_step_zero():
+    stepper = BackpropStepper(Value(5.0, label="x"))
+    assert stepper.last_step == 0
+    assert "grad = 1" in stepper.frame(0).svg
+
+
+def test_large_graph_is_refused_at_construction():
+    out = Value(0.0)
+    for i in range(300):
+        out = out + i
+    with pytest.raises(ValueError, match="max_nodes=400"):
+        BackpropStepper(out)
