@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from minigrad.scalar import MLP, Value, topological_order
-from minigrad.viz import SVGFigure, draw_graph, graph_nodes, layered_layout, stack_figures
+from minigrad.viz import SVGFigure, draw_graph, draw_legend, graph_nodes, layered_layout, stack_figures
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -224,3 +224,78 @@ def test_figure_save_repr_and_stack(tmp_path):
     both = stack_figures([figure, draw_graph(neuron())])
     assert both.height > figure.height
     ET.fromstring(both.svg)
+
+
+# ------------------------------------------------------- extent and legend
+
+
+def drawn_extent(svg: str) -> tuple[float, float, float, float]:
+    """(left, top, right, bottom) of every box, edge point and arrowhead; the background is skipped."""
+    xs, ys = [], []
+    for element in ET.fromstring(svg).iter():
+        tag = element.tag.removeprefix(SVG)
+        if tag == "rect" and element.get("stroke"):  # the background has none
+            x, y = float(element.get("x")), float(element.get("y"))
+            xs += [x, x + float(element.get("width"))]
+            ys += [y, y + float(element.get("height"))]
+        elif tag == "path":
+            numbers = [float(t) for t in element.get("d").replace(",", " ").split() if t[0] not in "MCL"]
+            xs += numbers[0::2]
+            ys += numbers[1::2]
+        elif tag == "polygon":
+            for point in element.get("points").split():
+                x, y = map(float, point.split(","))
+                xs.append(x)
+                ys.append(y)
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+def routed_around():
+    """L = (x*y + x) * y: both inputs have an edge that skips layers, one above and one below."""
+    x, y = Value(2.0, label="x"), Value(3.0, label="y")
+    out = (x * y + x) * y
+    out.label = "L"
+    return out
+
+
+def test_an_edge_routed_along_the_bottom_leaves_no_gap_before_the_caption():
+    figure = draw_graph(routed_around(), caption="the caption")
+    left, top, right, bottom = drawn_extent(figure.svg)
+    boxes_bottom = max(
+        float(r.get("y")) + float(r.get("height")) for r in ET.fromstring(figure.svg).iter(SVG + "rect") if r.get("stroke")
+    )
+    assert bottom > boxes_bottom + 5  # the case at hand: an edge runs below every box
+    caption = next(t for t in ET.fromstring(figure.svg).iter(SVG + "text") if t.text == "the caption")
+    caption_top = float(caption.get("y")) - 12  # BASELINE
+    assert 11 <= caption_top - bottom <= 14  # MARGIN (12), give or take the stroke and rounding
+    assert 11 <= top <= 14 and left == 12
+
+
+@pytest.mark.parametrize("rankdir", ["LR", "TB"])
+@pytest.mark.parametrize("make", [routed_around, expression, neuron, lambda: random_dag(7, 30)])
+def test_the_figure_ends_a_margin_past_what_is_drawn(make, rankdir):
+    figure = draw_graph(make(), rankdir=rankdir)
+    left, top, right, bottom = drawn_extent(figure.svg)
+    margins = [left, top, figure.width - right, figure.height - bottom]
+    assert all(11 <= m <= 14 for m in margins), margins  # MARGIN (12), give or take the stroke and rounding
+
+
+def test_min_widths_widen_boxes_without_moving_their_text():
+    out = expression()
+    plain = draw_graph(out)
+    wide = draw_graph(out, min_widths={out: 200.0})
+    widths = [float(r.get("width")) for r in ET.fromstring(wide.svg).iter(SVG + "rect")]
+    assert 200.0 in widths and wide.width > plain.width
+    assert draw_graph(out, min_widths=[(out, 10.0)]).svg == plain.svg  # narrower than needed: no effect
+
+
+def test_legend_wraps_to_the_width_and_is_deterministic():
+    entries = [("yellow", "processing"), ("green", "final gradient"), (("#ffffff", "#b8c1cc"), "not reached")]
+    one_row = draw_legend(entries)
+    assert [t for t in texts(one_row.svg)] == ["processing", "final gradient", "not reached"]
+    narrow = draw_legend(entries, max_width=150)
+    assert narrow.height > one_row.height and narrow.width == 150
+    assert "#fff4c2" in one_row.svg and "#b8c1cc" in one_row.svg
+    assert draw_legend(entries).svg == one_row.svg
+    with pytest.raises(ValueError, match="colour"):
+        draw_legend([("no<colour", "x")])

@@ -11,6 +11,12 @@ from minigrad.scalar import MLP, Value, topological_order
 from minigrad.viz import BackpropStepper, SVGFigure, trace_backprop
 from minigrad.viz.stepper import explain_step, step_colours
 
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def texts(svg: str) -> list[str]:
+    return [element.text or "" for element in ET.fromstring(svg).iter(SVG + "text")]
+
 
 def expression():
     a, b, c, f = Value(2.0, label="a"), Value(-3.0, label="b"), Value(10.0, label="c"), Value(-2.0, label="f")
@@ -106,10 +112,9 @@ def test_a_gradient_is_final_only_after_every_user_is_processed():
 def test_frames_highlight_the_active_node_and_hide_unknown_gradients():
     stepper = BackpropStepper(reused())
     start = stepper.frame(0).svg
-    ET.fromstring(start)
-    assert "grad = ?" in start and "#fff4c2" in start  # the output, highlighted
+    assert "grad = ?" in texts(start) and "#fff4c2" in start  # the output, highlighted
     end = stepper.frame(stepper.last_step).svg
-    assert "grad = ?" not in end and "#dcf2e2" in end
+    assert "grad = ?" not in texts(end) and "#dcf2e2" in end
     colours = dict((id(node), colour) for node, colour in step_colours(stepper.trace, 1))
     assert colours[id(stepper.trace.nodes[-1])] == "yellow"
 
@@ -179,3 +184,68 @@ def test_large_graph_is_refused_at_construction():
         out = out + i
     with pytest.raises(ValueError, match="max_nodes=400"):
         BackpropStepper(out)
+
+
+GEOMETRY = ("x", "y", "width", "height", "rx", "d", "points", "transform", "viewBox")
+
+
+def geometry(svg: str) -> list[tuple]:
+    """Every element's tag and position/size attributes, in document order (no colours, no text)."""
+    return [
+        (element.tag, *(element.get(name) for name in GEOMETRY))
+        for element in ET.fromstring(svg).iter()
+        if element.tag.endswith(("svg", "rect", "path", "polygon", "text", "g"))
+    ]
+
+
+@pytest.mark.parametrize("make", GRAPHS)
+def test_every_frame_has_the_same_size_and_node_positions(make):
+    stepper = BackpropStepper(make())
+    frames = [stepper.frame(k) for k in range(stepper.last_step + 1)]
+    assert len({(frame.width, frame.height) for frame in frames}) == 1
+    first = geometry(frames[0].svg)
+    for frame in frames[1:]:
+        assert geometry(frame.svg) == first
+
+
+def test_boxes_are_sized_for_their_widest_text_over_all_steps():
+    stepper = BackpropStepper(reused())  # grad(a) goes from "?" to "24"
+    a_box = [
+        next(g for g in ET.fromstring(stepper.frame(k).svg).iter(f"{SVG}g") if g.find(f"{SVG}text").text == "a")
+        .find(f"{SVG}rect").get("width")
+        for k in range(stepper.last_step + 1)
+    ]
+    assert len(set(a_box)) == 1
+    assert "grad = 24" in stepper.frame(stepper.last_step).svg
+
+
+def test_static_figure_panels_share_the_geometry_of_the_frames():
+    stepper = BackpropStepper(neuron())
+    figure = stepper.static_figure(range(stepper.last_step + 1))
+    panels = [g for g in ET.fromstring(figure.svg) if g.tag == f"{SVG}g"]
+    assert len(panels) == stepper.last_step + 2  # the legend, then one panel a step
+    boxes = [
+        [(r.get("x"), r.get("y"), r.get("width")) for r in panel.iter(f"{SVG}rect") if r.get("stroke")]
+        for panel in panels[1:]
+    ]
+    assert len(boxes[0]) == 10 + 5 and all(b == boxes[0] for b in boxes)
+
+
+LEGEND_TEXTS = ["processing", "final gradient", "partial sum", "not reached (grad = ?)"]
+
+
+def test_frames_and_static_figures_carry_the_colour_legend_once():
+    stepper = BackpropStepper(expression())
+    for figure in (stepper.frame(0), stepper.frame(2), stepper.static_figure([0, 1, 2])):
+        shown = [element.text for element in ET.fromstring(figure.svg).iter(f"{SVG}text")]
+        assert [text for text in shown if text in LEGEND_TEXTS] == LEGEND_TEXTS
+    narrow = BackpropStepper(Value(5.0, label="x")).frame(0)  # the legend wraps to the graph's width
+    rows = {t.get("y") for t in ET.fromstring(narrow.svg).iter(f"{SVG}text") if t.text in LEGEND_TEXTS}
+    assert len(rows) == 4 and narrow.width < 220
+
+
+@pytest.mark.parametrize("make", GRAPHS)
+def test_stepper_svg_is_byte_identical_for_equal_graphs_built_separately(make):
+    one, two = BackpropStepper(make()), BackpropStepper(make())
+    assert one.static_figure(range(one.last_step + 1)).svg == two.static_figure(range(two.last_step + 1)).svg
+    assert one.frame(1 if one.last_step else 0).svg == two.frame(1 if two.last_step else 0).svg

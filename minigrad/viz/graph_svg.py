@@ -10,10 +10,15 @@ Invariants
 - Byte-deterministic: the same graph gives the same bytes (fixed number
   formatting, sorted attributes, no ids, timestamps or randomness).
 - All text is escaped, so labels may contain ``&``, ``<`` or ``>``.
+- The figure ends ``MARGIN`` past what is drawn: nothing reserved for an
+  edge routed along a side is left empty, so a caption sits right below.
+- A node's position depends only on the sizes of all boxes, never on their
+  colours; ``min_widths`` lets frames of one animation share those sizes.
 """
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +28,10 @@ from typing import Any
 
 from minigrad.viz.graph_layout import layered_layout
 
-__all__ = ["SVGFigure", "draw_graph", "graph_nodes", "stack_figures", "format_number", "PALETTE"]
+__all__ = [
+    "SVGFigure", "draw_graph", "draw_legend", "graph_nodes", "stack_figures", "value_box_width",
+    "format_number", "PALETTE",
+]
 
 FONT_FAMILY = "DejaVu Sans Mono, Menlo, Consolas, monospace"
 FONT_SIZE = 12
@@ -36,6 +44,9 @@ LAYER_GAP = 34  # between neighbouring layers: room for the edges
 SLOT_GAP = 14  # between neighbouring nodes of one layer
 MARGIN = 12
 ARROW_LENGTH, ARROW_HALF_WIDTH = 7, 3.5
+EDGE_WIDTH = 1.3
+COUNT_SIZE = 10  # font size of the ×n mark on an edge
+SWATCH_WIDTH, SWATCH_HEIGHT, SWATCH_GAP, LEGEND_GAP = 18, 12, 6, 18
 
 TEXT, TEXT_SOFT, EDGE = "#1f2937", "#4b5563", "#98a2b3"
 LEAF_STYLE = ("#f1f6fd", "#9db4d6")  # (fill, stroke)
@@ -172,6 +183,7 @@ def draw_graph(
     rankdir: str = "LR",
     max_nodes: int = 400,
     caption: str | Sequence[str] | None = None,
+    min_widths: Mapping[Any, float] | Iterable[tuple[Any, float]] | None = None,
 ) -> SVGFigure:
     """Draw the graph that computed ``root``.
 
@@ -181,14 +193,17 @@ def draw_graph(
     node that computed a value takes the value's colour unless ``highlight_ops``
     is given, which then maps values to the colour of their op. ``rankdir`` is ``"LR"``
     (inputs left, output right) or ``"TB"`` (inputs top, output bottom).
-    ``caption`` adds lines of text under the graph.
+    ``caption`` adds lines of text under the graph. ``min_widths`` maps values
+    to the least width of their box: frames of an animation that pass the
+    widest box each value ever needs get identical geometry.
     """
     if rankdir not in ("LR", "TB"):
         raise ValueError(f"draw_graph: rankdir must be 'LR' or 'TB', got {rankdir!r}")
     nodes = graph_nodes(root, max_nodes)
     colours = _colour_by_node_id(highlight)
     op_colours = colours if highlight_ops is None else _colour_by_node_id(highlight_ops)
-    shapes = _make_shapes(nodes, describe or default_description, colours, op_colours)
+    widths = _by_node_id(min_widths, float)
+    shapes = _make_shapes(nodes, describe or default_description, colours, op_colours, widths)
     layout = layered_layout(shapes, lambda shape: shape.children)
     body, width, height = _render(shapes, layout, horizontal=rankdir == "LR")
 
@@ -224,7 +239,12 @@ class _Shape:
     multiplicity: dict[int, int] = field(default_factory=dict)  # id(child shape) -> times listed
 
 
-def _make_shapes(nodes: list[Any], describe, colours: dict, op_colours: dict) -> list[_Shape]:
+def value_box_width(lines: Sequence[str]) -> float:
+    """The width of a value box holding ``lines``: the widest line plus padding."""
+    return max(BOX_MIN_WIDTH, 2 * BOX_PAD_X + max((_text_width(str(s)) for s in lines), default=0))
+
+
+def _make_shapes(nodes: list[Any], describe, colours: dict, op_colours: dict, min_widths: dict) -> list[_Shape]:
     """Shapes in children-first order: each op directly before the value it computes."""
     shapes: list[_Shape] = []
     value_shape: dict[int, _Shape] = {}
@@ -252,7 +272,7 @@ def _make_shapes(nodes: list[Any], describe, colours: dict, op_colours: dict) ->
         style = colour or (ROOT_STYLE if node is root else VALUE_STYLE if kids else LEAF_STYLE)
         value = _Shape(
             "value", node, lines, label or None,
-            width=max(BOX_MIN_WIDTH, 2 * BOX_PAD_X + max((_text_width(s) for s in lines), default=0)),
+            width=max(value_box_width(lines), min_widths.get(id(node), 0.0)),
             height=2 * BOX_PAD_Y + LINE_HEIGHT * max(1, len(lines)),
             style=style,
             stroke_width=2.0 if node is root or colour else 1.0,
@@ -264,19 +284,58 @@ def _make_shapes(nodes: list[Any], describe, colours: dict, op_colours: dict) ->
 
 
 def _colour_by_node_id(highlight) -> dict[int, tuple[str, str]]:
-    if not highlight:
+    return _by_node_id(highlight, _colour)
+
+
+def _by_node_id(pairs, convert) -> dict[int, Any]:
+    """``{id(node): convert(value)}`` from a mapping or from (node, value) pairs."""
+    if not pairs:
         return {}
-    items = highlight.items() if isinstance(highlight, Mapping) else highlight
-    result = {}
-    for node, name in items:
-        name = str(name)
-        if name in PALETTE:
-            result[id(node)] = PALETTE[name]
-        elif name and all(c.isalnum() or c in "#(),.% " for c in name):
-            result[id(node)] = (name, TEXT_SOFT)
-        else:
-            raise ValueError(f"draw_graph: highlight colour {name!r} is not a colour name")
-    return result
+    items = pairs.items() if isinstance(pairs, Mapping) else pairs
+    return {id(node): convert(value) for node, value in items}
+
+
+def _colour(name: Any) -> tuple[str, str]:
+    """(fill, stroke) for a ``PALETTE`` name or a CSS colour; a (fill, stroke) pair as is."""
+    if isinstance(name, tuple) and len(name) == 2:
+        return (_colour(name[0])[0], _colour(name[1])[0])
+    name = str(name)
+    if name in PALETTE:
+        return PALETTE[name]
+    if name and all(c.isalnum() or c in "#(),.% " for c in name):
+        return (name, TEXT_SOFT)
+    raise ValueError(f"draw_graph: colour {name!r} is not a colour name (a PALETTE key or a CSS colour)")
+
+
+# ------------------------------------------------------------------ legend
+
+
+def draw_legend(entries: Sequence[tuple[Any, str]], max_width: float = 0) -> SVGFigure:
+    """A key of colour swatches: ``entries`` are (colour, text) pairs.
+
+    A colour is a ``PALETTE`` name, a CSS colour or a (fill, stroke) pair.
+    Entries flow left to right and wrap to stay within ``max_width`` (when
+    given); the strip has no bottom margin, so a graph stacked under it with
+    ``gap=0`` keeps its own ``MARGIN`` as the space between them.
+    """
+    parts, rows, x, width = [], 0, float(MARGIN), 0.0
+    for colour, text in entries:
+        fill, stroke = _colour(colour)
+        needed = SWATCH_WIDTH + SWATCH_GAP + _text_width(str(text))
+        if max_width and x > MARGIN and x + needed > max_width - MARGIN:
+            rows, x = rows + 1, float(MARGIN)
+        top = MARGIN + rows * LINE_HEIGHT
+        parts.append(_element("rect", {
+            "fill": fill, "height": SWATCH_HEIGHT, "rx": 3, "stroke": stroke, "stroke-width": 1.5,
+            "width": SWATCH_WIDTH, "x": x, "y": top + (LINE_HEIGHT - SWATCH_HEIGHT) / 2,
+        }))
+        parts.append(_text(str(text), x + SWATCH_WIDTH + SWATCH_GAP, top + BASELINE, fill=TEXT_SOFT))
+        width = max(width, x + needed + MARGIN)
+        x += needed + LEGEND_GAP
+    height = MARGIN + (rows + 1) * LINE_HEIGHT if parts else 0.0
+    width = max(width, max_width)
+    background = _element("rect", {"fill": "#ffffff", "height": height, "width": width, "x": 0, "y": 0})
+    return SVGFigure(background + "".join(parts), width, height)
 
 
 # ------------------------------------------------------------------ geometry
@@ -307,8 +366,7 @@ def _render(shapes: list[_Shape], layout, horizontal: bool) -> tuple[str, float,
 
     thickest = max(across_size(shape) for shape in shapes)
     pitch = thickest + SLOT_GAP
-    top_slot = max([*layout.slot_of, *(slot for edge in layout.edges for _, slot in edge.bends)])
-    total_across = 2 * MARGIN + top_slot * pitch + thickest
+    shift = 0.0  # set below, once the drawn extent across the flow is known
 
     def across(slot):
         return MARGIN + thickest / 2 + slot * pitch
@@ -318,13 +376,13 @@ def _render(shapes: list[_Shape], layout, horizontal: bool) -> tuple[str, float,
         return (layer_start[layer] + layer_end[layer]) / 2, across(layout.slot_of[i])
 
     def xy(a, c):
-        return (a, c) if horizontal else (c, a)
+        return (a, c - shift) if horizontal else (c - shift, a)
 
     edges_into: dict[int, list] = {}
     for edge in layout.edges:
         edges_into.setdefault(edge.parent, []).append(edge)
 
-    edge_parts = []
+    routes = []  # (points, tip, times) of every edge
     for parent in sorted(edges_into):
         target = shapes[parent]
         target_a, target_c = centre(parent)
@@ -342,7 +400,23 @@ def _render(shapes: list[_Shape], layout, horizontal: bool) -> tuple[str, float,
             radius = min(target.width, target.height) / 2 if target.kind == "op" else BOX_RADIUS
             tip = (target_a - _reach(half_a, half_c, radius, offset), target_c + offset)
             times = target.multiplicity.get(id(shapes[child]), 1)
-            edge_parts.append(_edge(points, tip, xy, times))
+            routes.append((points, tip, times))
+
+    # What is drawn across the flow: boxes, edges (their curves stay between
+    # their points) and the ×n marks. Rows kept free for an edge routed along
+    # a side are trimmed away by shifting everything by ``shift``.
+    spans = []
+    for i, shape in enumerate(shapes):
+        c, half = centre(i)[1], across_size(shape) / 2
+        spans.append((c - half, c + half))
+    for points, tip, times in routes:
+        spans += [(c - EDGE_WIDTH / 2, c + EDGE_WIDTH / 2) for _, c in points]
+        if times > 1:
+            spans.append(_count_span(tip[1], times, horizontal))
+    low, high = math.floor(min(lo for lo, _ in spans)), math.ceil(max(hi for _, hi in spans))
+    shift = low - MARGIN
+    total_across = high - low + 2 * MARGIN
+    edge_parts = [_edge(points, tip, xy, times) for points, tip, times in routes]
 
     shape_parts = []
     for kind in ("op", "value"):  # values on top of ops, ops on top of edges
@@ -351,8 +425,16 @@ def _render(shapes: list[_Shape], layout, horizontal: bool) -> tuple[str, float,
                 x, y = xy(*centre(i))
                 shape_parts.append(_op_node(shape, x, y) if kind == "op" else _value_box(shape, x, y))
 
-    width, height = xy(total_along, total_across)
+    width, height = (total_along, total_across) if horizontal else (total_across, total_along)
     return "".join(edge_parts) + "".join(shape_parts), width, height
+
+
+def _count_span(tip_across: float, times: int, horizontal: bool) -> tuple[float, float]:
+    """Where the ``×n`` mark next to an arrow at ``tip_across`` lies across the flow (see ``_edge``)."""
+    if horizontal:  # above the arrow, baseline 4 px above it
+        return tip_across - 4 - COUNT_SIZE, tip_across
+    start = tip_across + 5  # right of the arrow
+    return start, start + _text_width(f"×{times}") * COUNT_SIZE / FONT_SIZE
 
 
 def _port_offsets(count: int, across: float) -> list[float]:
@@ -389,7 +471,7 @@ def _edge(points, tip, xy, times: int) -> str:
         half = (a1 - a0) / 2
         coords = [*xy(a0 + half, c0), *xy(a1 - half, c1), *xy(a1, c1)]
         commands.append("C " + " ".join(_num(v) for v in coords))
-    path = _element("path", {"d": " ".join(commands), "fill": "none", "stroke": EDGE, "stroke-width": 1.3})
+    path = _element("path", {"d": " ".join(commands), "fill": "none", "stroke": EDGE, "stroke-width": EDGE_WIDTH})
     corners = [tip, (base[0], base[1] - ARROW_HALF_WIDTH), (base[0], base[1] + ARROW_HALF_WIDTH)]
     arrow = _element(
         "polygon", {"fill": EDGE, "points": " ".join(f"{_num(x)},{_num(y)}" for x, y in (xy(*p) for p in corners))}
@@ -398,7 +480,9 @@ def _edge(points, tip, xy, times: int) -> str:
         return path + arrow
     horizontal = xy(0, 1) == (0, 1)
     beside_arrow = (base[0] - 2, base[1] + (-4 if horizontal else 5))  # above it in LR, right of it in TB
-    label = _text(f"×{times}", *xy(*beside_arrow), anchor="end" if horizontal else "start", fill=TEXT_SOFT, size=10)
+    label = _text(
+        f"×{times}", *xy(*beside_arrow), anchor="end" if horizontal else "start", fill=TEXT_SOFT, size=COUNT_SIZE
+    )
     return path + arrow + label
 
 

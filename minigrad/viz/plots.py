@@ -4,6 +4,9 @@ Figures are made with ``matplotlib.figure.Figure``, not pyplot, so nothing is
 left in pyplot's global state: a returned figure shows once as a notebook
 cell's value (use ``display(fig)`` or ``fig.savefig(...)`` otherwise).
 Pass ``ax`` to draw into an existing figure; its figure is returned.
+
+Invariant: under IPython a returned figure shows as a PNG image even without
+``%matplotlib inline`` (each plot function calls ``show_figures_as_png``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+
+from minigrad.viz.figure_display import show_figures_as_png
 
 __all__ = ["plot_loss_curve", "plot_decision_boundary"]
 
@@ -32,6 +37,7 @@ def plot_loss_curve(
 
     Entries may be numbers or Values (their ``.data`` is used).
     """
+    show_figures_as_png()
     losses = _floats(losses, "losses")
     ax = ax if ax is not None else Figure(figsize=(6.4, 3.6), layout="constrained").add_subplot()
     lines = ax.plot(range(len(losses)), losses, color=LOSS_COLOUR, linewidth=1.6, label="loss")
@@ -70,6 +76,7 @@ def plot_decision_boundary(
     on plain floats, so no gradient graph links the passes. Labels are -1/+1
     (anything > 0 counts as +1).
     """
+    show_figures_as_png()
     points = np.asarray(points, dtype=float)
     labels = np.asarray(labels, dtype=float)
     if points.ndim != 2 or points.shape[1] != 2:

@@ -9,6 +9,9 @@ Invariants
 - At the last step the gradients equal what ``Value.backward()`` computes on
   a graph whose gradients start at 0.
 - A node's gradient is final once every node that uses it has been processed.
+- Every frame of one stepper has the same size and the same node positions:
+  each box is as wide as its widest text over all steps.
+- Frames and static figures carry their colour legend inside the SVG.
 
 The math is in plain functions (``trace_backprop``, ``explain_step``,
 ``step_colours``, ``step_description``); ``BackpropStepper`` is a thin shell
@@ -23,14 +26,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from minigrad.viz.graph_svg import SVGFigure, draw_graph, format_number, graph_nodes, stack_figures
+from minigrad.viz.graph_svg import (
+    VALUE_STYLE, SVGFigure, draw_graph, draw_legend, format_number, graph_nodes, stack_figures, value_box_width,
+)
 
 __all__ = [
     "ChainRuleTerm", "BackpropStep", "BackpropTrace", "trace_backprop",
-    "active_node", "explain_step", "step_colours", "step_description", "BackpropStepper",
+    "active_node", "explain_step", "step_colours", "step_description", "box_widths", "BackpropStepper",
 ]
 
 ACTIVE, FINAL, PARTIAL = "yellow", "green", "blue"
+LEGEND = (
+    (ACTIVE, "processing"),
+    (FINAL, "final gradient"),
+    (PARTIAL, "partial sum"),
+    (VALUE_STYLE, "not reached (grad = ?)"),
+)
 
 
 @dataclass(frozen=True)
@@ -192,12 +203,14 @@ def _check_step(trace: BackpropTrace, k: int) -> int:
     return k
 
 
-LEGEND_HTML = (
-    "<span style='background:#fff4c2;border:1px solid #d4a017;padding:0 6px'>being processed</span> "
-    "<span style='background:#dcf2e2;border:1px solid #3f9e5a;padding:0 6px'>gradient final</span> "
-    "<span style='background:#e0ecfb;border:1px solid #3b7dd8;padding:0 6px'>partial sum</span> "
-    "<span style='padding:0 6px'>grad = ? : not reached yet</span>"
-)
+def box_widths(trace: BackpropTrace) -> list[tuple[Any, float]]:
+    """(node, width) pairs: the widest box each node needs at any step."""
+    widths = [0.0] * len(trace.nodes)
+    for k in range(len(trace.steps)):
+        describe = step_description(trace, k)
+        for i, node in enumerate(trace.nodes):
+            widths[i] = max(widths[i], value_box_width(describe(node)))
+    return list(zip(trace.nodes, widths))
 
 
 class BackpropStepper:
@@ -214,6 +227,7 @@ class BackpropStepper:
         self.current_step = 0
         self._frames: dict[int, SVGFigure] = {}
         self._widget = None
+        self._box_widths = box_widths(self.trace)
 
     @property
     def last_step(self) -> int:
@@ -226,16 +240,19 @@ class BackpropStepper:
         """The graph at step ``k`` (default: the current step)."""
         k = _check_step(self.trace, self.current_step if k is None else k)
         if k not in self._frames:
-            self._frames[k] = self._draw(k)
+            graph = self._draw(k)
+            self._frames[k] = stack_figures([draw_legend(LEGEND, graph.width), graph], gap=0)
         return self._frames[k]
 
     def static_figure(self, steps: int | Sequence[int] | None = None) -> SVGFigure:
-        """Frames with their explanations, top to bottom: for notebooks shown without a kernel.
+        """The legend, then frames with their explanations, top to bottom: for notebooks shown without a kernel.
 
         ``steps`` is one step, a list of steps, or None for the last step.
         """
         steps = [self.last_step] if steps is None else [steps] if isinstance(steps, int) else list(steps)
-        return stack_figures([self._draw(k, caption=self.explanation(k)) for k in steps])
+        panels = [self._draw(k, caption=self.explanation(k)) for k in steps]
+        legend = draw_legend(LEGEND, max((panel.width for panel in panels), default=0))
+        return stack_figures([legend, *panels])
 
     def _draw(self, k: int, caption: str | None = None) -> SVGFigure:
         active = self.trace.nodes[active_node(self.trace, k)]
@@ -247,6 +264,7 @@ class BackpropStepper:
             rankdir=self.rankdir,
             max_nodes=self.max_nodes,
             caption=caption,
+            min_widths=self._box_widths,
         )
 
     def step(self, k: int) -> None:
@@ -295,10 +313,7 @@ class BackpropStepper:
             return
         self._shown = k
         self._picture.value = f"<div style='overflow-x:auto'>{self.frame(k).svg}</div>"
-        self._text.value = (
-            f"<pre style='margin:4px 0;white-space:pre-wrap'>{html.escape(self.explanation(k))}</pre>"
-            f"<div style='font-size:12px'>{LEGEND_HTML}</div>"
-        )
+        self._text.value = f"<pre style='margin:4px 0;white-space:pre-wrap'>{html.escape(self.explanation(k))}</pre>"
         self._back.disabled = k == 0
         self._next.disabled = k == self.last_step
 
