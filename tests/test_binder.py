@@ -1,0 +1,43 @@
+"""Binder configuration: exact pins, the project installed editable, python-3.12, a strict postBuild."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BINDER = Path(__file__).resolve().parents[1] / "binder"
+
+
+def _requirements() -> list[str]:
+    lines = (BINDER / "requirements.txt").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def test_requirements_are_exact_pins_plus_the_project():
+    reqs = _requirements()
+    assert "-e ." in reqs, "repo2docker does not install the root project when binder/ exists"
+    pins = [r for r in reqs if r != "-e ."]
+    assert all("==" in r for r in pins), [r for r in pins if "==" not in r]
+    names = {r.split("==")[0].lower() for r in pins}
+    assert {"numpy", "matplotlib", "ipywidgets", "jupyterlab", "pytest"} <= names
+    assert not any(n.startswith("cupy") for n in names), "no CuPy on Binder"
+
+
+def test_runtime_and_postbuild():
+    assert (BINDER / "runtime.txt").read_text().strip() == "python-3.12"
+    post = (BINDER / "postBuild").read_text()
+    assert post.startswith("#!") and "\nset -e\n" in post
+    assert os.access(BINDER / "postBuild", os.X_OK)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("MINIGRAD_SLOW") != "1", reason="builds a full environment: set MINIGRAD_SLOW=1")
+def test_binder_environment_builds_and_runs_postbuild(tmp_path):
+    root = BINDER.parent
+    venv = tmp_path / "binder-venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "-r", "binder/requirements.txt"], cwd=root, check=True)
+    env = dict(os.environ, PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    subprocess.run(["bash", "binder/postBuild"], cwd=root, env=env, check=True)
