@@ -1,4 +1,4 @@
-"""The ``minigrad`` command: grade exercises, (re)build exercise files."""
+"""The ``minigrad`` command: grade exercises, (re)build exercise files, train the MNIST recipes."""
 
 from __future__ import annotations
 
@@ -36,6 +36,24 @@ def _exercises(args) -> int:
     return 0
 
 
+def _train(args) -> int:
+    from minigrad.data import MNISTNotFound
+    from minigrad.training import train_mnist
+
+    try:
+        _, history = train_mnist(
+            args.recipe, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
+            data=args.data, save_path=args.save, subset=args.subset, progress=not args.no_progress,
+        )
+    except MNISTNotFound as err:
+        print(f"minigrad train: {err}", file=sys.stderr)
+        return 2
+    print(f"final test accuracy: {history.last.test_accuracy:.2%}")
+    if args.save:
+        print(f"saved model and optimizer state to {args.save}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="minigrad", description="minigrad course tools")
     sub = p.add_subparsers(dest="command", required=True)
@@ -55,6 +73,18 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--check", action="store_true", help="only compare; exit 1 if the files are out of date")
     e.add_argument("--root", default=".", help="folder that holds exercises/ and solutions/ (default: .)")
     e.set_defaults(run=_exercises)
+
+    t = sub.add_parser("train", help="train an MNIST recipe and report its test accuracy")
+    t.add_argument("recipe", choices=["mnist-mlp", "mnist-cnn"])
+    t.add_argument("--epochs", type=int, help="default: the recipe's (5 for the MLP, 3 for the CNN)")
+    t.add_argument("--batch-size", type=int, help="default: the recipe's")
+    t.add_argument("--lr", type=float, help="peak learning rate of Adam (cosine-annealed to 0)")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--data", help="folder with the MNIST files (default: $MINIGRAD_DATA or the user cache)")
+    t.add_argument("--subset", action="store_true", help="use the small MNIST subset shipped with minigrad")
+    t.add_argument("--save", metavar="PATH", help="save model + optimizer state to PATH (.npz, no pickle)")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.set_defaults(run=_train)
     return p
 
 

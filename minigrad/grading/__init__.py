@@ -14,7 +14,7 @@ from pathlib import Path
 from minigrad.grading.loader import find_exercise_file, load_exercise
 from minigrad.grading.manifest import chapter, chapters
 from minigrad.grading.report import gradescope, table, write_gradescope
-from minigrad.grading.runner import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, ChapterResult, grade_chapter, resolve_files
+from minigrad.grading.runner import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, PartResult, grade_part, resolve_files
 
 __all__ = ["grade", "load_exercise", "find_exercise_file", "chapter", "chapters", "table", "gradescope"]
 
@@ -29,11 +29,11 @@ def grade(
     memory_mb: int = DEFAULT_MEMORY_MB,
     json_path: str | Path | None = None,
     show: bool = True,
-) -> list[ChapterResult]:
+) -> list[PartResult]:
     """Grade chapter ``which`` ("01", 1 or "all"); print the table unless ``show`` is False."""
     which = "all" if str(which) == "all" else str(which)
     files = resolve_files(which, file, folder, reference)
-    results = [grade_chapter(n, f, timeout=timeout, memory_mb=memory_mb) for n, f in files.items()]
+    results = [grade_part(p, f, timeout=timeout, memory_mb=memory_mb) for p, f in files]
     if show:
         print(table(results), end="")
     if json_path is not None:

@@ -8,14 +8,17 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from minigrad.grading.manifest import chapter
+from minigrad.grading.manifest import Part, part_of
 
 _counter = itertools.count()
 
 
-def find_exercise_file(number: str | int, start: Path | None = None) -> Path:
-    """``exercises/NN_*.py`` in ``start`` (default: the current folder) or the nearest parent that has it."""
-    ch = chapter(number)
+def find_exercise_file(key: str | int | Part, start: Path | None = None) -> Path:
+    """``exercises/NN_*.py`` in ``start`` (default: the current folder) or the nearest parent that has it.
+
+    ``key``: a chapter with one exercise file ("01"), an exercise id ("5.3") or a Part.
+    """
+    ch = key if isinstance(key, Part) else part_of(key)
     start = (start or Path.cwd()).resolve()
     for folder in (start, *start.parents):
         candidate = folder / "exercises" / ch.file
@@ -45,9 +48,10 @@ def load_module(path: str | Path, name: str | None = None) -> ModuleType:
     return module
 
 
-def load_exercise(number: str | int, path: str | Path | None = None) -> ModuleType:
-    """The learner's module for chapter ``number``: ``load_exercise("01").Value`` is their Value.
+def load_exercise(key: str | int, path: str | Path | None = None) -> ModuleType:
+    """The learner's module: ``load_exercise("01").Value`` is their Value.
 
+    ``key`` is a chapter with one exercise file ("01") or an exercise id ("5.3").
     With no ``path``, looks for ``exercises/NN_*.py`` from the current folder upwards.
     """
-    return load_module(path or find_exercise_file(number))
+    return load_module(path or find_exercise_file(key))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from minigrad.grading.runner import ChapterResult
+from minigrad.grading.runner import PartResult
 
 _STATUS = {"passed": "ok", "partial": "partial", "failed": "FAILED", "timeout": "TIMEOUT", "crashed": "CRASHED"}
 
@@ -14,12 +14,12 @@ def _points(x: float) -> str:
     return f"{x:g}"
 
 
-def table(results: list[ChapterResult], details: bool = True) -> str:
+def table(results: list[PartResult], details: bool = True) -> str:
     """A fixed-width table: one row per exercise, a total per chapter and overall."""
     rows = []
     width = max((len(r.exercise.title) for c in results for r in c.exercises), default=20)
     for c in results:
-        rows.append(f"Chapter {c.chapter.number} - {c.chapter.title}  ({c.file.name})")
+        rows.append(f"Chapter {c.part.chapter} - {c.part.title}  ({c.file.name})")
         for r in c.exercises:
             e = r.exercise
             rows.append(f"  {e.id:<5} {e.title:<{width}}  {_points(r.score):>5} / {_points(e.points):<4} {_STATUS[r.status]}")
@@ -30,11 +30,11 @@ def table(results: list[ChapterResult], details: bool = True) -> str:
     if len(results) > 1:
         total = sum(c.score for c in results)
         best = sum(c.max_score for c in results)
-        rows.append(f"All chapters: {_points(total)} / {_points(best)}")
+        rows.append(f"All: {_points(total)} / {_points(best)}")
     return "\n".join(rows).rstrip() + "\n"
 
 
-def gradescope(results: list[ChapterResult]) -> dict:
+def gradescope(results: list[PartResult]) -> dict:
     """Gradescope autograder format: total score plus one test entry per exercise."""
     tests = [
         {
@@ -54,5 +54,5 @@ def gradescope(results: list[ChapterResult]) -> dict:
     }
 
 
-def write_gradescope(results: list[ChapterResult], path: str | Path) -> None:
+def write_gradescope(results: list[PartResult], path: str | Path) -> None:
     Path(path).write_text(json.dumps(gradescope(results), indent=2) + "\n")

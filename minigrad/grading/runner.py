@@ -16,7 +16,7 @@ from pathlib import Path
 
 from minigrad.grading import sandbox
 from minigrad.grading.loader import find_exercise_file
-from minigrad.grading.manifest import Chapter, Exercise, chapter, chapters
+from minigrad.grading.manifest import Exercise, Part, chapter, chapters
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MEMORY_MB = 2048
@@ -39,8 +39,10 @@ class ExerciseResult:
 
 
 @dataclass
-class ChapterResult:
-    chapter: Chapter
+class PartResult:
+    """The results of one exercise file."""
+
+    part: Part
     file: Path
     exercises: list[ExerciseResult] = field(default_factory=list)
 
@@ -50,7 +52,7 @@ class ChapterResult:
 
     @property
     def max_score(self) -> float:
-        return self.chapter.max_points
+        return self.part.max_points
 
 
 def _read_results(path: Path) -> tuple[list[str] | None, dict[str, tuple[bool, str]]]:
@@ -75,7 +77,7 @@ def _tail(text: str, lines: int = 15) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def grade_exercise(ch: Chapter, exercise: Exercise, file: Path, timeout: float, memory_mb: int) -> ExerciseResult:
+def grade_exercise(ch: Part, exercise: Exercise, file: Path, timeout: float, memory_mb: int) -> ExerciseResult:
     with tempfile.TemporaryDirectory(prefix="minigrad-grade-") as tmp:
         tmp = Path(tmp)
         (tmp / "pytest.ini").write_text(_PYTEST_INI)
@@ -114,36 +116,36 @@ def grade_exercise(ch: Chapter, exercise: Exercise, file: Path, timeout: float, 
     return ExerciseResult(exercise, score, status, "\n".join(messages), passed, len(collected))
 
 
-def grade_chapter(
-    number: str | int,
+def grade_part(
+    part: Part,
     file: str | Path | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     memory_mb: int = DEFAULT_MEMORY_MB,
-) -> ChapterResult:
-    """Grade one chapter's exercise file (default: ``exercises/NN_*.py`` found from the current folder)."""
-    ch = chapter(number)
-    path = Path(file).resolve() if file else find_exercise_file(ch.number)
+) -> PartResult:
+    """Grade one exercise file (default: ``exercises/NN_*.py`` found from the current folder)."""
+    path = Path(file).resolve() if file else find_exercise_file(part)
     if not path.is_file():
-        raise FileNotFoundError(f"grade {ch.number}: no such file {path}")
-    result = ChapterResult(ch, path)
-    for exercise in ch.exercises:
-        result.exercises.append(grade_exercise(ch, exercise, path, timeout, memory_mb))
+        raise FileNotFoundError(f"grade {part.chapter}: no such file {path}")
+    result = PartResult(part, path)
+    for exercise in part.exercises:
+        result.exercises.append(grade_exercise(part, exercise, path, timeout, memory_mb))
     return result
 
 
-def resolve_files(which: str, file: str | Path | None, folder: str | Path | None, reference: bool) -> dict[str, Path | None]:
-    """Map each chapter to grade onto the file to grade (None: find it from the current folder)."""
-    numbers = list(chapters()) if which == "all" else [chapter(which).number]
-    if file is not None and len(numbers) > 1:
-        raise ValueError("grade all: --file names one file; use --dir for a folder of exercise files")
-    files: dict[str, Path | None] = {}
-    for n in numbers:
+def resolve_files(which: str, file: str | Path | None, folder: str | Path | None, reference: bool) -> list[tuple[Part, Path | None]]:
+    """The exercise files to grade, each with the file to grade (None: find it from the current folder)."""
+    selected = [p for c in chapters().values() for p in c.parts] if which == "all" else list(chapter(which).parts)
+    if file is not None and len(selected) > 1:
+        names = ", ".join(p.file for p in selected)
+        raise ValueError(f"grade {which}: --file names one file but this grades {len(selected)} ({names}); use --dir for a folder of exercise files")
+    files: list[tuple[Part, Path | None]] = []
+    for p in selected:
         if reference:
-            files[n] = chapter(n).source
+            files.append((p, p.source))
         elif file is not None:
-            files[n] = Path(file)
+            files.append((p, Path(file)))
         elif folder is not None:
-            files[n] = Path(folder) / chapter(n).file
+            files.append((p, Path(folder) / p.file))
         else:
-            files[n] = None
+            files.append((p, None))
     return files
