@@ -1,0 +1,160 @@
+"""Devices and the backends that hold their arrays.
+
+A *backend* is an array library that can store a tensor's data: NumPy for the
+CPU here; ``minigrad.gpu`` registers CuPy for ``"cuda"`` later, without
+touching this stage. A *device* names one place where arrays live, such as
+``cpu`` or ``cuda:0``. Every tensor records its device; an op whose tensor
+operands sit on different devices raises a :class:`DeviceError` that says how
+to move one of them (``x.to("cuda")``).
+
+The ops are written against the array API that NumPy and CuPy share (methods
+and operators on arrays, ufuncs such as ``np.exp`` that dispatch to CuPy
+through ``__array_ufunc__``). Where an op needs a module-level function it asks
+:func:`array_module` for the module of its data.
+
+Invariants
+- ``device(spec)`` returns the same ``Device`` object for equal specs, so
+  devices can be compared with ``is`` on the hot path.
+- ``cpu`` is always registered, as NumPy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = [
+    "Backend", "Device", "DeviceError", "register_backend", "unregister_backend",
+    "get_backend", "registered_backends", "device", "array_module", "transfer", "cpu",
+]
+
+
+class DeviceError(RuntimeError):
+    """Tensors on different devices met in one op, or a device is unknown."""
+
+
+@dataclass
+class Backend:
+    """What minigrad needs from an array library to keep tensors on a device type.
+
+    ``name``: the device type (``"cpu"``, ``"cuda"``); ``xp``: the array module
+    (``numpy``, ``cupy``); ``array_types``: the array classes it produces;
+    ``to_numpy(array)`` copies to a NumPy array on the host;
+    ``from_numpy(array, index)`` copies a NumPy array onto device ``index``;
+    ``synchronize(index)`` waits for queued work (a no-op on the CPU).
+    """
+
+    name: str
+    xp: Any
+    array_types: tuple = ()
+    to_numpy: Callable[[Any], np.ndarray] = np.asarray
+    from_numpy: Callable[[np.ndarray, int | None], Any] = lambda a, index=None: a
+    synchronize: Callable[[int | None], None] = field(default=lambda index=None: None)
+    default_index: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Device:
+    """A place where arrays live: a device type and, for accelerators, an index."""
+
+    type: str
+    index: int | None = None
+
+    @property
+    def backend(self) -> Backend:
+        return get_backend(self.type)
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        return f"device(type={self.type!r}" + ("" if self.index is None else f", index={self.index}") + ")"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            try:
+                other = device(other)
+            except DeviceError:
+                return False
+        return self is other
+
+    __hash__ = object.__hash__
+
+
+_BACKENDS: dict[str, Backend] = {}
+_DEVICES: dict[tuple[str, int | None], Device] = {}
+_XP_BY_TYPE: dict[type, Any] = {}
+
+
+def register_backend(backend: Backend) -> None:
+    """Make ``backend.name`` a device type that tensors can live on (``x.to(name)``)."""
+    _BACKENDS[backend.name] = backend
+    for array_type in backend.array_types:
+        _XP_BY_TYPE.setdefault(array_type, backend.xp)
+
+
+def unregister_backend(name: str) -> None:
+    """Remove a backend registered with :func:`register_backend` (tests use this); cpu stays."""
+    if name == "cpu":
+        raise DeviceError("the cpu backend cannot be unregistered")
+    backend = _BACKENDS.pop(name, None)
+    if backend is not None:
+        for array_type in backend.array_types:
+            if _XP_BY_TYPE.get(array_type) is backend.xp and array_type is not np.ndarray:
+                del _XP_BY_TYPE[array_type]
+    for key in [k for k in _DEVICES if k[0] == name]:
+        del _DEVICES[key]
+
+
+def get_backend(name: str) -> Backend:
+    try:
+        return _BACKENDS[name]
+    except KeyError:
+        known = ", ".join(sorted(_BACKENDS))
+        hint = " (import minigrad.gpu and install CuPy: pip install minigrad[gpu])" if name == "cuda" else ""
+        raise DeviceError(f"unknown device type {name!r}; registered: {known}{hint}") from None
+
+
+def registered_backends() -> tuple[str, ...]:
+    return tuple(_BACKENDS)
+
+
+def device(spec) -> Device:
+    """``device("cpu")``, ``device("cuda:1")``, ``device(other_device)`` -> the one ``Device`` object for it."""
+    if isinstance(spec, Device):
+        return spec
+    if not isinstance(spec, str):
+        raise DeviceError(f"device must be a string like 'cpu' or 'cuda:0' or a Device, got {spec!r}")
+    name, _, index = spec.partition(":")
+    backend = get_backend(name)
+    if index:
+        if not index.isdigit():
+            raise DeviceError(f"bad device {spec!r}: the index after ':' must be a number")
+        idx: int | None = int(index)
+    else:
+        idx = backend.default_index
+    key = (name, idx)
+    dev = _DEVICES.get(key)
+    if dev is None:
+        dev = _DEVICES[key] = Device(name, idx)
+    return dev
+
+
+def array_module(array) -> Any:
+    """The array module (``numpy``, ``cupy``) that works on ``array``."""
+    return _XP_BY_TYPE.get(type(array), np)
+
+
+def transfer(array, src: Device, dst: Device):
+    """Copy ``array`` from device ``src`` to ``dst`` (through host memory); the same array if they match."""
+    if src is dst:
+        return array
+    host = src.backend.to_numpy(array)
+    out = dst.backend.from_numpy(host, dst.index)
+    return out.copy() if out is array else out
+
+
+register_backend(Backend("cpu", np, (np.ndarray,), np.asarray, lambda a, index=None: a))
+cpu = device("cpu")

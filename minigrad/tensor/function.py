@@ -1,0 +1,353 @@
+"""Function: one differentiable op, and the node it leaves in the graph.
+
+An op is a subclass of :class:`Function` with two methods::
+
+    class Mul(Function):
+        def forward(ctx, a, b):            # arrays in, array out
+            ctx.save_for_backward(a, b)    # what backward will need
+            return a * b
+
+        def backward(ctx, grad):           # d(loss)/d(out) in ...
+            a, b = ctx.saved_tensors
+            return grad * b, grad * a      # ... d(loss)/d(each input) out
+
+    y = Mul.apply(x, w)                    # tensors in, tensor out
+
+``apply`` unwraps the tensors, runs ``forward`` on their arrays and wraps the
+result. When autograd is recording (some input requires grad and we are not
+inside ``no_grad()``), the ``ctx`` object that ``forward`` filled in becomes
+the output's ``grad_fn``: a node of the graph that ``backward()`` walks.
+
+**Walking the graph** (what a graph drawer needs). Start from ``y.grad_fn``:
+
+- ``node.name``: ``"MulBackward"``, ``"MatmulBackward"``, ... or
+  ``"AccumulateGrad"`` for the node that deposits a leaf's gradient;
+- ``node.next_functions``: one ``(parent_node, 0)`` pair per tensor input of
+  the op, as in PyTorch; ``parent_node`` is the input's ``grad_fn``, its
+  ``AccumulateGrad`` node if it is a leaf that requires grad, or ``None`` if no
+  gradient flows to that input (``requires_grad=False``). Plain arguments
+  (numbers, dims, index keys) do not appear;
+- ``node.variable`` (``AccumulateGrad`` only): the leaf tensor itself;
+- ``node.output_shape`` / ``node.output_dtype``: what the op produced; ``node.op``:
+  the op's short name (``"mul"``); ``node.saved_tensors``: the arrays it keeps alive.
+
+The graph does not keep op *outputs* alive (only what ``save_for_backward``
+kept), so memory can be reclaimed as in PyTorch.
+
+Deviations from PyTorch, on purpose: ``forward``/``backward`` see raw backend
+arrays (NumPy/CuPy), not Tensors, because minigrad has no higher-order
+gradients; ``saved_tensors`` therefore holds arrays. ``backward`` returns one
+gradient per argument of ``forward`` (``None`` for plain arguments and for
+inputs that need no gradient: see ``ctx.needs_input_grad``),
+must not modify ``grad`` in place, and must return new arrays or views of
+``grad`` (never an array it saved: the caller may adopt what it returns as a
+leaf's ``.grad``).
+
+**Saved tensors and versions.** ``save_for_backward`` records the version of
+every input/output it keeps; if an in-place op changes one of them before
+``backward``, reading ``ctx.saved_tensors`` raises an error naming the node.
+After ``backward()`` the saved arrays are released (unless
+``retain_graph=True``), so a second backward through the same nodes raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import weakref
+
+import numpy as np
+
+from minigrad.tensor import hooks
+from minigrad.tensor.backend import DeviceError
+from minigrad.tensor.errors import DTypeError, ShapeError, describe
+from minigrad.tensor.tensor import Tensor, VersionCounter
+
+__all__ = [
+    "Function", "AccumulateGrad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+]
+
+
+class _GradMode:
+    enabled = True
+
+
+def is_grad_enabled() -> bool:
+    return _GradMode.enabled
+
+
+class set_grad_enabled(contextlib.ContextDecorator):
+    """Turn recording on or off inside a ``with`` block (or for a decorated function)."""
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+        self._previous: list[bool] = []
+
+    def __enter__(self):
+        self._previous.append(_GradMode.enabled)
+        _GradMode.enabled = self.mode
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _GradMode.enabled = self._previous.pop()
+
+
+class no_grad(set_grad_enabled):
+    """Ops inside ``with no_grad():`` build no graph: outputs have ``requires_grad=False``.
+
+    Use it for evaluation and for updating parameters in place (the optimizer step).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(False)
+
+
+class enable_grad(set_grad_enabled):
+    """Turn recording back on inside a ``no_grad()`` block."""
+
+    def __init__(self) -> None:
+        super().__init__(True)
+
+
+_new = object.__new__
+
+
+class _NotATensor:
+    """Marks, in a node's parents, an argument of forward that was not a tensor (a number, a dim...)."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "NOT_A_TENSOR"
+
+
+NOT_A_TENSOR = _NotATensor()
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class AccumulateGrad:
+    """The graph node of a leaf that requires grad: backward adds the incoming gradient to ``variable.grad``.
+
+    A leaf keeps its node for life (``leaf._accum``); the node refers back to the
+    leaf weakly (no reference cycle), so ``variable`` is None once the leaf is gone.
+    """
+
+    __slots__ = ("_variable", "output_shape", "output_dtype", "__weakref__")
+    name = "AccumulateGrad"
+    op = "accumulate_grad"
+    _parents = ()
+    next_functions = ()
+
+    def __init__(self, variable: Tensor) -> None:
+        self._variable = weakref.ref(variable)
+        self.output_shape = variable.shape
+        self.output_dtype = variable.dtype
+
+    @property
+    def variable(self) -> Tensor | None:
+        return self._variable()
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad for a leaf of shape {self.output_shape}>"
+
+
+class Function:
+    """Base class of differentiable ops; see the module docstring for the protocol and graph walking."""
+
+    #: ``True`` for ops whose output is a view of their first argument, a tensor (shares memory and version counter).
+    is_view = False
+    #: ops that the dtype policy must not touch (the cast op itself).
+    skip_dtype_policy = False
+    #: set by ``forward`` when the output lives on another device than the inputs (``to(device)``).
+    out_device = None
+
+    # defaults, overwritten per node by ``apply``
+    _parents: tuple = ()
+    _saved: tuple | None = ()
+    _checks: tuple = ()
+    _retain = None
+    output_shape: tuple = ()
+    output_dtype = None
+    name = "FunctionBackward"
+    op = "function"
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.name = cls.__name__ + "Backward"
+        if "op" not in cls.__dict__:
+            cls.op = _snake(cls.__name__)
+
+    # ------------------------------------------------------------- the protocol
+
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError(f"{type(ctx).__name__}.forward(ctx, *arrays) must return the output array")
+
+    def backward(ctx, grad):
+        raise NotImplementedError(
+            f"{type(ctx).__name__}.backward(ctx, grad) must return one gradient (or None) per input of forward"
+        )
+
+    def save_for_backward(ctx, *arrays) -> None:
+        """Keep ``arrays`` (inputs, the output, or anything computed) for ``backward``."""
+        ctx._saved = arrays
+
+    @property
+    def saved_tensors(ctx) -> tuple:
+        """The arrays given to ``save_for_backward``, after checking none was modified in place since."""
+        saved = ctx._saved
+        if saved is None:
+            raise RuntimeError(
+                f"{ctx.name}: trying to backward through the graph a second time: the tensors it saved "
+                f"were freed by the first backward(). Pass retain_graph=True to the first backward() "
+                f"if you need to call backward twice, or recompute the forward pass"
+            )
+        for index, counter, expected in ctx._checks:
+            if counter.value != expected:
+                array = saved[index]
+                raise RuntimeError(
+                    f"one of the tensors needed for gradient computation (saved by {ctx.name}, shape "
+                    f"{tuple(array.shape)}) was modified by an in-place operation: version "
+                    f"{counter.value}, expected {expected}. Fix: do not modify it in place after "
+                    f"using it (write x = x + y instead of x += y), or .clone() it before the in-place op"
+                )
+        return saved
+
+    @property
+    def next_functions(self) -> tuple:
+        """``((parent_node_or_None, 0), ...)``, one pair per *tensor* input, as in PyTorch."""
+        return tuple((p, 0) for p in self._parents if p is not NOT_A_TENSOR)
+
+    @property
+    def needs_input_grad(self) -> tuple[bool, ...]:
+        """One flag per argument of ``forward``: does a gradient flow to it? ``backward`` may return None for the others."""
+        return tuple(map(bool, self._parents))
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+    # ------------------------------------------------------------- running an op
+
+    @classmethod
+    def apply(cls, *args, **kwargs) -> Tensor:
+        """Run the op on tensors (and plain values) and, when recording, attach the node to the output."""
+        if hooks.policy is not None and not cls.skip_dtype_policy:
+            args = _apply_dtype_policy(cls, args)
+        ctx = _new(cls)
+        arrays = []
+        parents = []
+        device = None
+        record = False
+        for a in args:
+            if isinstance(a, Tensor):
+                arrays.append(a._data)
+                if a._requires_grad:
+                    record = True
+                    parents.append(a.grad_fn or a._accum or a._accumulate_grad_node())
+                else:
+                    parents.append(None)
+                if device is None:
+                    device = a._device
+                elif a._device is not device:
+                    raise _device_error(cls, args)
+            else:
+                arrays.append(a)
+                parents.append(NOT_A_TENSOR)
+        try:
+            out = ctx.forward(*arrays, **kwargs)
+        except (ShapeError, DTypeError, DeviceError, NotImplementedError):
+            raise
+        except (ValueError, TypeError, IndexError) as exc:
+            if not cls.__module__.startswith("minigrad."):  # a user's Function: keep their traceback
+                raise ctx.explain_error(exc, args, kwargs) from exc
+            raise ctx.explain_error(exc, args, kwargs) from None
+        if ctx.out_device is not None:
+            device = ctx.out_device
+        if isinstance(out, np.generic):  # NumPy turns 0-d results into scalars; keep arrays
+            out = np.asarray(out)
+        # the output tensor (make_tensor, inlined: this is the hottest path of the library)
+        result = _new(Tensor)
+        result._data = out
+        result._device = device
+        result._grad = None
+        result._accum = None
+        if ctx.is_view:  # the output reads its input's memory: share the version counter
+            base = args[0]
+            result._version_counter = base._version_counter
+            result._base = base if base._base is None else base._base
+        else:
+            result._version_counter = VersionCounter()
+            result._base = None
+        if record and _GradMode.enabled:
+            # the node: which nodes its inputs came from, what it produced, the versions of what it saved
+            ctx._parents = tuple(parents)
+            ctx.output_shape = out.shape
+            ctx.output_dtype = out.dtype
+            result._requires_grad = True
+            result.grad_fn = ctx
+            if ctx._saved:
+                ctx._checks = _version_checks(ctx._saved, args, result)
+            if hooks.observers:
+                hooks.track(out, hooks.ACTIVATION, device)
+        else:
+            result._requires_grad = False
+            result.grad_fn = None
+            if hooks.observers:
+                hooks.track(out, hooks.TEMPORARY, device)
+        return result
+
+    def explain_error(ctx, exc: Exception, args, kwargs) -> Exception:
+        """Turn a NumPy error inside ``forward`` into one that names the op and its operands."""
+        operands = ", ".join(describe(a) for a in args)
+        options = "".join(f", {k}={v!r}" for k, v in kwargs.items())
+        text = f"{ctx.op}: cannot apply to ({operands}{options}): {exc}"
+        if isinstance(exc, ValueError):
+            return ShapeError(text)
+        if isinstance(exc, IndexError):
+            return IndexError(text)
+        return DTypeError(text)
+
+
+def _version_checks(saved, args, result) -> tuple:
+    """(index, version counter, version now) for each saved array that is an input's or the output's data."""
+    checks = []
+    for i, array in enumerate(saved):
+        if array is result._data:
+            checks.append((i, result._version_counter, result._version_counter.value))
+            continue
+        for a in args:
+            if isinstance(a, Tensor) and a._data is array:
+                checks.append((i, a._version_counter, a._version_counter.value))
+                break
+    return tuple(checks)
+
+
+def _device_error(cls, args) -> DeviceError:
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    where = ", ".join(f"{t.shape} on {t.device}" for t in tensors)
+    first = tensors[0].device
+    return DeviceError(
+        f"{cls.op}: expected all tensors on the same device, got {where}. "
+        f"Move them with .to('{first}') (or put everything on one device before the op)"
+    )
+
+
+def _apply_dtype_policy(cls, args) -> tuple:
+    dtypes = tuple(a._data.dtype for a in args if isinstance(a, Tensor))
+    target = hooks.policy(cls.op, dtypes)
+    if target is None:
+        return args
+    from minigrad.tensor.dtypes import as_dtype
+    from minigrad.tensor.ops_convert import cast
+
+    target = as_dtype(target)
+    return tuple(
+        cast(a, target) if isinstance(a, Tensor) and a._data.dtype.kind == "f" and a._data.dtype != target else a
+        for a in args
+    )
+

@@ -1,0 +1,66 @@
+"""Conversion ops: dtype casts, moves between devices, copies. All differentiable.
+
+A cast is an op like any other, so gradients flow back through it and arrive
+in the input's dtype: ``x.half()`` in forward means ``grad.astype(float32)``
+in backward. The dtype policy (mixed precision) inserts these casts for you.
+"""
+
+from __future__ import annotations
+
+from minigrad.tensor.backend import Device, transfer
+from minigrad.tensor.function import Function
+from minigrad.tensor.tensor import Tensor
+
+__all__ = ["Cast", "ToDevice", "Clone", "cast", "to_device", "clone"]
+
+
+class Cast(Function):
+    skip_dtype_policy = True
+
+    def forward(ctx, a, dtype):
+        ctx.input_dtype = a.dtype
+        return a.astype(dtype)
+
+    def backward(ctx, grad):
+        return grad.astype(ctx.input_dtype), None
+
+
+class ToDevice(Function):
+    skip_dtype_policy = True
+
+    def forward(ctx, a, src: Device, dst: Device):
+        ctx.src, ctx.dst = src, dst
+        ctx.out_device = dst
+        return transfer(a, src, dst)
+
+    def backward(ctx, grad):
+        return transfer(grad, ctx.dst, ctx.src), None, None
+
+
+class Clone(Function):
+    def forward(ctx, a):
+        return a.copy()
+
+    def backward(ctx, grad):
+        return grad
+
+
+def cast(x: Tensor, dtype) -> Tensor:
+    """``x`` converted to ``dtype`` (``x`` itself when it already has it)."""
+    if x._data.dtype == dtype:
+        return x
+    if x._requires_grad and dtype.kind != "f":
+        return Cast.apply(x.detach(), dtype)  # integer results cannot carry gradients
+    return Cast.apply(x, dtype)
+
+
+def to_device(x: Tensor, device: Device) -> Tensor:
+    """``x`` copied to ``device`` (``x`` itself when it is already there)."""
+    if x._device is device:
+        return x
+    return ToDevice.apply(x, x._device, device)
+
+
+def clone(x: Tensor) -> Tensor:
+    """A copy with its own memory; gradients flow back to ``x``."""
+    return Clone.apply(x)

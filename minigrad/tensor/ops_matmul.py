@@ -1,0 +1,128 @@
+"""Matrix multiplication ``a @ b``, with NumPy's rules for 1-D operands and batch dimensions.
+
+For matrices, ``C = A @ B`` with ``C[i, j] = sum_k A[i, k] B[k, j]`` has the
+gradients ``dA = dC @ B.T`` and ``dB = A.T @ dC``: two more matrix products,
+the same size of work as the forward one. Transposes are views, so no data is
+copied; BLAS reads the transposed layout directly.
+
+The other cases reduce to that one:
+
+- a 1-D left operand is a row vector ``(1, k)``, a 1-D right operand a column
+  ``(k, 1)``; the added dimension is removed from the result (and from the
+  gradients);
+- dimensions before the last two are *batch* dimensions and broadcast like an
+  elementwise op, so their gradients are summed back with ``unbroadcast``.
+
+float16 on the CPU: NumPy has no fast half-precision matmul (it is ~200x
+slower), so float16 operands are multiplied in float32 and the result rounded
+to float16 — what GPU tensor cores do (float32 accumulation).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad.tensor.dtypes import promote_types
+from minigrad.tensor.errors import ShapeError
+from minigrad.tensor.function import Function
+from minigrad.tensor.ops_convert import cast
+from minigrad.tensor.ops_elementwise import _as_operand, unbroadcast
+from minigrad.tensor.strides import broadcast_shapes
+from minigrad.tensor.tensor import Tensor
+
+__all__ = ["matmul", "Matmul"]
+
+
+_FLOAT16 = np.dtype(np.float16)
+
+
+def _product(a, b):
+    if a.dtype is _FLOAT16 and isinstance(a, np.ndarray):
+        return (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    return a @ b
+
+
+class Matmul(Function):
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _product(a, b)
+
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        ### BEGIN SOLUTION 4.2 | 2-D: da = grad @ b.T and db = a.T @ grad; treat 1-D operands as a row (1, k) / column (k, 1) and put the removed axis back into grad; swap the last two axes for batches and unbroadcast each gradient to its operand's shape
+        if a.ndim == 2 and b.ndim == 2:  # the common case, without any reshaping
+            ga = _product(grad, b.T) if need_a else None
+            gb = _product(a.T, grad) if need_b else None
+            return ga, gb
+        a2 = a.reshape(1, -1) if a.ndim == 1 else a
+        b2 = b.reshape(-1, 1) if b.ndim == 1 else b
+        if a.ndim == 1:
+            grad = grad[..., None, :] if b.ndim > 1 else grad[..., None]
+        if b.ndim == 1:
+            grad = grad[..., None]
+        ga = gb = None
+        if need_a:
+            ga = unbroadcast(_product(grad, b2.swapaxes(-1, -2)), a2.shape).reshape(a.shape)
+        if need_b:
+            if b2.ndim == 2 and a2.ndim > 2:  # one weight matrix for a whole batch: one big product
+                k = a2.shape[-1]
+                gb = _product(a2.reshape(-1, k).T, grad.reshape(-1, grad.shape[-1]))
+            else:
+                gb = unbroadcast(_product(a2.swapaxes(-1, -2), grad), b2.shape)
+            gb = gb.reshape(b.shape)
+        return ga, gb
+        ### END SOLUTION
+
+
+def _explain(a: Tensor, b: Tensor) -> str | None:
+    """Why ``a @ b`` does not work, with a suggestion; None if the shapes fit."""
+    sa, sb = a.shape, b.shape
+    if not sa or not sb:
+        return (
+            f"matmul: {sa} @ {sb}: both operands need at least one dimension; "
+            f"use * to multiply by a scalar"
+        )
+    ka = sa[-1]
+    kb = sb[-2] if len(sb) > 1 else sb[0]
+    if ka != kb:
+        text = f"matmul: {sa} @ {sb}: inner dimensions {ka} and {kb} differ"
+        if len(sb) > 1 and sb[-1] == ka:
+            return text + f" — did you mean W.T? (the right operand transposed, {sb[:-2] + (sb[-1], sb[-2])}, fits)"
+        if len(sa) > 1 and sa[-2] == kb:
+            return text + f" — did you mean x.T? (the left operand transposed, {sa[:-2] + (sa[-1], sa[-2])}, fits)"
+        return text + (
+            "; the last dimension of the left operand must equal the "
+            + ("first" if len(sb) == 1 else "second-to-last")
+            + " dimension of the right operand"
+        )
+    try:
+        broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError as why:
+        return f"matmul: {sa} @ {sb}: the batch dimensions do not broadcast: {why}"
+    return None
+
+
+def matmul(a, b) -> Tensor:
+    """``a @ b``: matrix product, batched over leading dimensions (NumPy/PyTorch semantics)."""
+    if type(a) is Tensor and type(b) is Tensor and a._data.dtype is b._data.dtype:  # the common case, fast
+        sa, sb = a._data.shape, b._data.shape
+        if len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0]:
+            return Matmul.apply(a, b)
+    if not isinstance(a, Tensor):
+        a = _as_operand(a, b, "matmul")
+    if not isinstance(b, Tensor):
+        b = _as_operand(b, a, "matmul")
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError("matmul: both operands must be tensors (or arrays); use * to multiply by a number")
+    da, db = a._data.dtype, b._data.dtype
+    if da is not db:
+        dt = promote_types(da, db)
+        a, b = cast(a, dt), cast(b, dt)
+    sa, sb = a._data.shape, b._data.shape
+    if not sa or not sb or sa[-1] != (sb[-2] if len(sb) > 1 else sb[0]):
+        raise ShapeError(_explain(a, b))
+    try:
+        return Matmul.apply(a, b)
+    except ShapeError as exc:
+        raise ShapeError(_explain(a, b) or str(exc)) from None

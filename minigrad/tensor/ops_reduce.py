@@ -1,0 +1,233 @@
+"""Reductions: sum, mean, max/min, var/std over some dimensions; argmax/argmin.
+
+``dim`` may be ``None`` (reduce everything), an int or a tuple of ints;
+``keepdim=True`` keeps each reduced dimension with size 1, which is handy for
+broadcasting the result back (``x - x.mean(1, keepdim=True)``).
+
+Backward of a reduction *spreads* the gradient back over the elements that
+were reduced: every element of the input contributed once to a sum, so each
+gets the output's gradient (d sum / d x_i = 1); for a mean each gets 1/n of
+it; for a max only the winning element gets it (shared at ties).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad.tensor.backend import array_module
+from minigrad.tensor.dtypes import default_float, int64
+from minigrad.tensor.function import Function
+from minigrad.tensor.ops_convert import cast
+from minigrad.tensor.tensor import ReduceResult, Tensor, make_tensor
+
+__all__ = [
+    "sum", "mean", "max", "min", "amax", "amin", "var", "std", "argmax", "argmin", "all", "any",
+    "normalize_dims",
+]
+
+
+def normalize_dims(ndim: int, dim, op: str):
+    """``None`` or a sorted tuple of non-negative dimension indices, with clear errors."""
+    if dim is None:
+        return None
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if ndim == 0:
+        for d in dims:
+            if d not in (0, -1):
+                raise IndexError(f"{op}: dimension {d} is out of range for a 0-d tensor (valid: 0 or -1)")
+        return None
+    out = []
+    for d in dims:
+        if not isinstance(d, (int, np.integer)):
+            raise TypeError(f"{op}: dim must be an int or a tuple of ints, got {dim!r}")
+        if not -ndim <= d < ndim:
+            raise IndexError(
+                f"{op}: dimension {d} is out of range for a tensor with {ndim} dimensions "
+                f"(valid: {-ndim} to {ndim - 1})"
+            )
+        out.append(int(d) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op}: dimension listed twice in dim={dim!r}")
+    return tuple(sorted(out))
+
+
+def _kept_shape(shape: tuple, dims) -> tuple:
+    """``shape`` with each reduced dimension replaced by 1 (the keepdim=True result shape)."""
+    if dims is None:
+        return (1,) * len(shape)
+    return tuple(1 if i in dims else size for i, size in enumerate(shape))
+
+
+def _count(shape: tuple, dims) -> int:
+    n = 1
+    for i, size in enumerate(shape):
+        if dims is None or i in dims:
+            n *= size
+    return n
+
+
+class Sum(Function):
+    def forward(ctx, a, dims, keepdim):
+        ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
+        return a.sum(axis=dims, keepdims=keepdim)
+
+    def backward(ctx, grad):
+        ### BEGIN SOLUTION 4.3 | every input element gets the gradient of the sum it went into: unless keepdim (or dims is None), reshape grad to _kept_shape (1 at each reduced dim), then array_module(grad).broadcast_to(grad, ctx.shape)
+        if not ctx.keepdim and ctx.dims is not None:
+            grad = grad.reshape(_kept_shape(ctx.shape, ctx.dims))
+        return array_module(grad).broadcast_to(grad, ctx.shape), None, None
+        ### END SOLUTION
+
+
+class Mean(Function):
+    def forward(ctx, a, dims, keepdim):
+        ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
+        ctx.count = _count(a.shape, dims)
+        if a.dtype == np.float16:  # let NumPy accumulate in float32
+            return a.mean(axis=dims, keepdims=keepdim)
+        return a.sum(axis=dims, keepdims=keepdim) / ctx.count
+
+    def backward(ctx, grad):
+        ### BEGIN SOLUTION 4.3 | as for sum, but each element gets grad / n, where n = ctx.count elements were averaged
+        grad = grad / ctx.count
+        if not ctx.keepdim and ctx.dims is not None:
+            grad = grad.reshape(_kept_shape(ctx.shape, ctx.dims))
+        return array_module(grad).broadcast_to(grad, ctx.shape), None, None
+        ### END SOLUTION
+
+
+class Amax(Function):
+    """Largest value over ``dims``; the gradient goes to the maximal elements, split evenly at ties."""
+
+    take = staticmethod(np.max)
+
+    def forward(ctx, a, dims, keepdim):
+        best = type(ctx).take(a, axis=dims, keepdims=True)
+        ctx.save_for_backward(a, best)
+        ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
+        return best if keepdim else best.reshape(_reduced_shape(a.shape, dims))
+
+    def backward(ctx, grad):
+        a, best = ctx.saved_tensors
+        if not ctx.keepdim:
+            grad = grad.reshape(_kept_shape(ctx.shape, ctx.dims))
+        winners = a == best
+        count = winners.sum(axis=ctx.dims, keepdims=True).astype(grad.dtype)
+        return grad * winners / count, None, None
+
+
+class Amin(Amax):
+    take = staticmethod(np.min)
+
+
+def _reduced_shape(shape: tuple, dims) -> tuple:
+    if dims is None:
+        return ()
+    return tuple(size for i, size in enumerate(shape) if i not in dims)
+
+
+class Var(Function):
+    """Variance with Bessel's ``correction`` (1: divide by n - 1, PyTorch's default)."""
+
+    def forward(ctx, a, dims, keepdim, correction):
+        centered = a - a.mean(axis=dims, keepdims=True)
+        ctx.denominator = _count(a.shape, dims) - correction
+        ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
+        ctx.save_for_backward(centered)
+        return (centered * centered).sum(axis=dims, keepdims=keepdim) / ctx.denominator
+
+    def backward(ctx, grad):
+        (centered,) = ctx.saved_tensors
+        if not ctx.keepdim:
+            grad = grad.reshape(_kept_shape(ctx.shape, ctx.dims))
+        return grad * centered * (2.0 / ctx.denominator), None, None, None
+
+
+def _float_input(x: Tensor, op: str) -> Tensor:
+    return x if x._data.dtype.kind == "f" else cast(x, default_float)
+
+
+def sum(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001 - PyTorch's name
+    """Sum over ``dim`` (all dimensions when None). bool and int tensors sum to int64."""
+    dims = normalize_dims(x._data.ndim, dim, "sum")
+    if x._data.dtype.kind == "b":
+        x = cast(x, int64)
+    return Sum.apply(x, dims, bool(keepdim))
+
+
+def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Average over ``dim``. Integer tensors are averaged as float32 (PyTorch refuses them)."""
+    dims = normalize_dims(x._data.ndim, dim, "mean")
+    return Mean.apply(_float_input(x, "mean"), dims, bool(keepdim))
+
+
+def amax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    _check_nonempty(x, "amax")
+    return Amax.apply(x, normalize_dims(x._data.ndim, dim, "amax"), bool(keepdim))
+
+
+def amin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    _check_nonempty(x, "amin")
+    return Amin.apply(x, normalize_dims(x._data.ndim, dim, "amin"), bool(keepdim))
+
+
+def _check_nonempty(x: Tensor, op: str) -> None:
+    if x._data.size == 0:
+        raise ValueError(f"{op}: the tensor of shape {x.shape} is empty, so it has no largest/smallest element")
+
+
+def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
+    """``x.max()``: the largest element. ``x.max(dim)``: ``(values, indices)`` along one dimension."""
+    if dim is None:
+        return amax(x)
+    if not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"max: dim must be one int (use amax for several dimensions), got {dim!r}")
+    return ReduceResult(amax(x, dim, keepdim), argmax(x, dim, keepdim))
+
+
+def min(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
+    """``x.min()``: the smallest element. ``x.min(dim)``: ``(values, indices)`` along one dimension."""
+    if dim is None:
+        return amin(x)
+    if not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"min: dim must be one int (use amin for several dimensions), got {dim!r}")
+    return ReduceResult(amin(x, dim, keepdim), argmin(x, dim, keepdim))
+
+
+def var(x: Tensor, dim=None, keepdim: bool = False, *, correction: int = 1) -> Tensor:
+    dims = normalize_dims(x._data.ndim, dim, "var")
+    return Var.apply(_float_input(x, "var"), dims, bool(keepdim), correction)
+
+
+def std(x: Tensor, dim=None, keepdim: bool = False, *, correction: int = 1) -> Tensor:
+    """Standard deviation: ``var(...).sqrt()`` (two graph nodes)."""
+    return var(x, dim, keepdim, correction=correction).sqrt()
+
+
+def _arg(x: Tensor, dim, keepdim: bool, op: str, fn) -> Tensor:
+    _check_nonempty(x, op)
+    dims = normalize_dims(x._data.ndim, dim, op)
+    if dims is not None and len(dims) != 1:
+        raise TypeError(f"{op}: dim must be a single int, got {dim!r}")
+    axis = None if dims is None else dims[0]
+    out = fn(x._data, axis=axis, keepdims=bool(keepdim) and axis is not None)
+    return make_tensor(array_module(out).asarray(out, dtype=int64), x._device)
+
+
+def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the largest element (of the flattened tensor when dim is None); not differentiable."""
+    return _arg(x, dim, keepdim, "argmax", np.argmax)
+
+
+def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    return _arg(x, dim, keepdim, "argmin", np.argmin)
+
+
+def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    dims = normalize_dims(x._data.ndim, dim, "all")
+    return make_tensor(np.all(x._data, axis=dims, keepdims=bool(keepdim)), x._device)
+
+
+def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    dims = normalize_dims(x._data.ndim, dim, "any")
+    return make_tensor(np.any(x._data, axis=dims, keepdims=bool(keepdim)), x._device)

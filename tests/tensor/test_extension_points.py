@@ -1,0 +1,177 @@
+"""What later stages plug into: the device registry, the allocation observer, the dtype policy."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import minigrad.tensor as mt
+from minigrad.tensor import hooks
+
+# ----------------------------------------------------------------------------- devices
+
+
+def test_cpu_is_registered_and_devices_are_interned():
+    assert "cpu" in mt.registered_backends()
+    assert mt.device("cpu") is mt.cpu and mt.ones(2).device is mt.cpu
+    assert mt.ones(2).device == "cpu" and str(mt.cpu) == "cpu"
+    assert mt.array_module(np.ones(2)) is np
+
+
+def test_a_registered_backend_hosts_tensors_and_gradients_flow_across(twin_device):
+    assert str(twin_device) == "twin:0" and mt.device("twin") is mt.device("twin:0")
+    x = mt.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x.to("twin")
+    assert y.device is twin_device and y.grad_fn.name == "ToDeviceBackward"
+    assert not mt.shares_memory(x, y)
+    z = (y * y).sum()
+    assert z.device is twin_device and "device='twin:0'" in repr(z)
+    z.backward()
+    assert x.grad.device is mt.cpu
+    np.testing.assert_allclose(x.grad.numpy(), [2, 4, 6])
+    w = mt.ones(2, 3, device="twin", requires_grad=True)
+    assert w.device is twin_device and w.to(twin_device) is w
+    back = w.cpu()
+    assert back.device is mt.cpu and back.shape == (2, 3)
+    with pytest.raises(mt.DeviceError, match="cpu().numpy()|x.cpu"):
+        w.detach().numpy()
+
+
+def test_moving_between_devices_is_differentiable(twin_device):
+    x = mt.tensor(np.random.default_rng(0).standard_normal((2, 3)), requires_grad=True)
+    assert mt.gradcheck(lambda a: (a.to(twin_device).exp() * 2).cpu(), [x])
+
+
+def test_unknown_devices():
+    with pytest.raises(mt.DeviceError, match="registered: cpu"):
+        mt.device("tpu")
+    with pytest.raises(mt.DeviceError, match="cannot be unregistered"):
+        mt.unregister_backend("cpu")
+
+
+# ----------------------------------------------------------------------------- allocation observer
+
+
+@pytest.fixture
+def events():
+    seen = []
+    gc.collect()
+    handle = mt.add_allocation_observer(seen.append)
+    yield seen
+    handle.remove()
+
+
+def test_observer_sees_allocations_and_frees_with_exact_bytes(events):
+    x = mt.zeros(10, 10)
+    assert [e.event for e in events] == ["alloc"]
+    alloc = events[0]
+    assert alloc.nbytes == 400 and alloc.tag == "tensor" and alloc.device == "cpu"
+    assert hooks.buffer_id(x) == alloc.buffer_id and alloc.buffer_id in hooks.live_buffers()
+    del x
+    assert [e.event for e in events] == ["alloc", "free"]
+    assert events[1].buffer_id == alloc.buffer_id and events[1].nbytes == 400
+
+
+def test_views_share_the_buffer_and_are_not_counted_again(events):
+    x = mt.zeros(4, 6)
+    views = [x.T, x[1:], x.reshape(24), x.view(2, 12), x.unsqueeze(0), x.expand(3, 4, 6), x.detach(), x.T.T]
+    assert len([e for e in events if e.event == "alloc"]) == 1
+    buffer = hooks.buffer_id(x)
+    assert all(hooks.buffer_id(v) == buffer for v in views)
+    del x
+    assert not [e for e in events if e.event == "free"]  # the views keep the buffer alive
+    del views
+    assert [e.event for e in events] == ["alloc", "free"]
+
+
+def test_tags_follow_what_the_buffer_is_for(events):
+    w = mt.randn(3, 2, requires_grad=True)
+    x = mt.randn(4, 3)
+    h = (x @ w).relu()
+    with mt.no_grad():
+        t = x * 2
+    h.sum().backward()
+    tags = {e.buffer_id: e.tag for e in events if e.event == "alloc"}
+    assert tags[hooks.buffer_id(w)] == "tensor" and tags[hooks.buffer_id(x)] == "tensor"
+    assert tags[hooks.buffer_id(h)] == "activation"
+    assert tags[hooks.buffer_id(t)] == "temporary"
+    assert tags[hooks.buffer_id(w.grad)] == "gradient"
+    with mt.allocation_tag("optimizer_state"):
+        m = mt.zeros_like(w)
+    assert events[-1].tag == "optimizer_state" and hooks.buffer_id(m) == events[-1].buffer_id
+    mt.set_buffer_tag(w, "parameter")
+    assert events[-1].event == "retag" and events[-1].tag == "parameter" and events[-1].buffer_id == hooks.buffer_id(w)
+    assert hooks.live_buffers()[hooks.buffer_id(w)] == (24, "parameter", "cpu")
+
+
+def test_live_bytes_return_to_zero_after_a_training_step(events):
+    w = mt.randn(8, 4, requires_grad=True)
+
+    def step():
+        x = mt.randn(16, 8)
+        loss = (x @ w).tanh().mean()
+        loss.backward()
+        with mt.no_grad():
+            w.sub_(0.1 * w.grad)
+        w.grad = None
+
+    step()
+    step()
+    live = {k: v for k, v in hooks.live_buffers().items()}
+    assert list(live.values()) == [(128, "tensor", "cpu")]  # only w is left
+    allocs = sum(e.nbytes for e in events if e.event == "alloc")
+    frees = sum(e.nbytes for e in events if e.event == "free")
+    assert allocs - frees == 128
+
+
+def test_observer_handle_removes_the_observer():
+    seen = []
+    with mt.add_allocation_observer(seen.append):
+        mt.zeros(3)
+    mt.zeros(3)
+    assert [e.event for e in seen] == ["alloc", "free"]
+    with pytest.raises(TypeError, match="callable"):
+        mt.add_allocation_observer(42)
+
+
+# ----------------------------------------------------------------------------- dtype policy
+
+
+def test_dtype_policy_sees_every_op_and_can_change_the_compute_dtype():
+    calls = []
+
+    def policy(op, dtypes):
+        calls.append((op, dtypes))
+        return mt.float16 if op == "matmul" else None
+
+    x = mt.randn(4, 3)
+    w = mt.randn(3, 2, requires_grad=True)
+    with mt.dtype_policy(policy):
+        y = x @ w
+        z = y.float().exp().sum()
+    assert mt.get_dtype_policy() is None
+    assert ("matmul", (mt.float32, mt.float32)) in calls
+    assert y.dtype == mt.float16 and z.dtype == mt.float32
+    assert y.grad_fn.name == "MatmulBackward"
+    (cast_x, _), (cast_w, _) = y.grad_fn.next_functions  # the graph records the casts
+    assert cast_x is None and cast_w.name == "CastBackward"
+    z.backward()
+    assert w.grad.dtype == mt.float32  # gradients come back in the parameter's dtype
+    np.testing.assert_allclose(y.detach().float().numpy(), (x.numpy() @ w.detach().numpy()).astype(np.float16), rtol=1e-2, atol=1e-2)
+
+
+def test_dtype_policy_leaves_integer_operands_alone():
+    with mt.dtype_policy(lambda op, dtypes: mt.float64):
+        y = mt.ones(3)[mt.tensor([0, 2])]
+        z = mt.ones(2) + mt.ones(2)
+    assert y.dtype == mt.float64 and z.dtype == mt.float64
+
+
+def test_set_dtype_policy_returns_the_previous_one():
+    def p(op, dtypes):
+        return None
+
+    assert mt.set_dtype_policy(p) is None
+    assert mt.set_dtype_policy(None) is p
+    with pytest.raises(TypeError, match="callable"):
+        mt.set_dtype_policy("fp16")
