@@ -1,0 +1,83 @@
+"""``RMSprop``: divide the gradient by a running root-mean-square of recent gradients."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from minigrad.optim.optimizer import Optimizer, _bump, check_number, update_kernel
+from minigrad.tensor import Tensor
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    r"""RMSprop (Hinton, 2012), as ``torch.optim.RMSprop``.
+
+    For each parameter ``p`` with gradient ``g``::
+
+        g = -g                            if maximize
+        g = g + weight_decay * p          if weight_decay != 0
+        v = alpha * v + (1 - alpha) * g * g      (running mean of g**2)
+        a = alpha * a + (1 - alpha) * g          if centered (running mean of g)
+        s = sqrt(v - a * a) + eps                if centered (~ std of g)
+        s = sqrt(v) + eps                        otherwise  (~ RMS of g)
+        b = momentum * b + g / s;  p = p - lr * b        if momentum > 0
+        p = p - lr * g / s                               otherwise
+
+    Args: ``params``, ``lr`` (1e-2), ``alpha`` (0.99, in [0, 1]), ``eps``
+    (1e-8), ``weight_decay`` (0), ``momentum`` (0), ``centered`` (False),
+    ``maximize`` (False).
+
+    State per parameter: ``"step"``, ``"square_avg"``, and ``"momentum_buffer"``
+    (momentum > 0) and ``"grad_avg"`` (centered). The arithmetic is
+    :func:`minigrad.optim.functional.rmsprop_update`.
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Tensor] | Iterable[dict[str, Any]],
+        lr: float = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        momentum: float = 0.0,
+        centered: bool = False,
+        maximize: bool = False,
+    ) -> None:
+        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
+                        centered=centered, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _check_group(self, group: dict[str, Any]) -> None:
+        check_number("RMSprop", "lr", group["lr"], hint="lr=1e-2")
+        check_number("RMSprop", "alpha", group["alpha"], 0.0, 1.0, hint="alpha=0.99")
+        check_number("RMSprop", "eps", group["eps"], hint="eps=1e-8")
+        check_number("RMSprop", "weight_decay", group["weight_decay"])
+        check_number("RMSprop", "momentum", group["momentum"], hint="momentum=0 or 0.9")
+
+    def _update(self, p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        if not state:
+            state["step"] = 0
+            state["square_avg"] = self._zeros_state(p)
+        if group["momentum"] > 0 and "momentum_buffer" not in state:
+            state["momentum_buffer"] = self._zeros_state(p)
+        if group["centered"] and "grad_avg" not in state:
+            state["grad_avg"] = self._zeros_state(p)
+        state["step"] += 1
+        grad_avg = state.get("grad_avg") if group["centered"] else None
+        buf = state.get("momentum_buffer") if group["momentum"] > 0 else None
+        update_kernel("rmsprop", p.device)(
+            p._data,
+            p.grad._data,
+            state["square_avg"]._data,
+            None if grad_avg is None else grad_avg._data,
+            None if buf is None else buf._data,
+            lr=group["lr"],
+            alpha=group["alpha"],
+            eps=group["eps"],
+            weight_decay=group["weight_decay"],
+            momentum=group["momentum"],
+            centered=group["centered"],
+            maximize=group["maximize"],
+        )
+        _bump(p, state["square_avg"], grad_avg, buf)
