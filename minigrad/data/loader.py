@@ -1,0 +1,119 @@
+"""DataLoader: batches from a dataset, shuffled by a seeded generator, prepared in the background.
+
+A worker thread assembles the next ``prefetch`` batches while the training step
+runs on the current one (NumPy's copies release the GIL, so the two overlap).
+Each epoch draws a fresh permutation from the loader's generator: epochs differ,
+runs repeat.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+
+import numpy as np
+
+from minigrad.tensor import Tensor, tensor
+
+
+def default_collate(batch):
+    """Turn a batch into Tensors.
+
+    ``batch`` is either what a dataset's ``__getitems__`` returned (a tuple of
+    arrays, one per field) or a list of samples (tuples), which are stacked
+    field by field.
+    """
+    if isinstance(batch, tuple) and all(isinstance(f, np.ndarray) for f in batch):
+        fields = batch
+    elif isinstance(batch, list) and batch and isinstance(batch[0], tuple):
+        fields = tuple(np.stack([np.asarray(x.numpy() if isinstance(x, Tensor) else x) for x in column]) for column in zip(*batch))
+    elif isinstance(batch, list):
+        fields = (np.stack([np.asarray(x) for x in batch]),)
+    else:
+        raise TypeError(f"default_collate: cannot batch a {type(batch).__name__}; pass collate_fn=")
+    return tuple(tensor(f) for f in fields) if len(fields) > 1 else tensor(fields[0])
+
+
+_DONE = object()
+
+
+class DataLoader:
+    """Iterate over ``dataset`` in batches of ``batch_size``.
+
+    shuffle: a new seeded permutation every epoch. drop_last: skip a final short
+    batch. collate_fn: turns the fetched batch into what the loop receives
+    (default: Tensors). prefetch: batches prepared ahead in a background thread
+    (0 disables the thread).
+    """
+
+    def __init__(self, dataset, batch_size: int = 1, shuffle: bool = False, drop_last: bool = False,
+                 collate_fn=None, seed: int = 0, prefetch: int = 2):
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"DataLoader: batch_size must be a positive int, got {batch_size!r}")
+        if len(dataset) == 0:
+            raise ValueError("DataLoader: the dataset is empty")
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+        self.collate_fn = collate_fn or default_collate
+        self.generator = np.random.default_rng(seed)
+        self.prefetch = prefetch
+
+    def __len__(self) -> int:
+        n, b = len(self.dataset), self.batch_size
+        return n // b if self.drop_last else -(-n // b)
+
+    def _index_batches(self) -> list[np.ndarray]:
+        n = len(self.dataset)
+        order = self.generator.permutation(n) if self.shuffle else np.arange(n)
+        return [order[i : i + self.batch_size] for i in range(0, len(self) * self.batch_size, self.batch_size)]
+
+    def _fetch(self, indices: np.ndarray):
+        if hasattr(self.dataset, "__getitems__"):
+            batch = self.dataset.__getitems__(indices)
+        else:
+            batch = [self.dataset[int(i)] for i in indices]
+        return self.collate_fn(batch)
+
+    def __iter__(self):
+        batches = self._index_batches()
+        if self.prefetch <= 0:
+            for indices in batches:
+                yield self._fetch(indices)
+            return
+        ready: queue.Queue = queue.Queue(maxsize=self.prefetch)
+        stop = threading.Event()
+
+        def work() -> None:
+            try:
+                for indices in batches:
+                    item = self._fetch(indices)
+                    while not stop.is_set():
+                        try:
+                            ready.put(item, timeout=0.1)
+                            break
+                        except queue.Full:
+                            continue
+                    if stop.is_set():
+                        return
+                ready.put(_DONE)
+            except BaseException as err:  # hand the error to the consumer
+                ready.put(err)
+
+        worker = threading.Thread(target=work, name="minigrad-dataloader", daemon=True)
+        worker.start()
+        try:
+            while True:
+                item = ready.get()
+                if item is _DONE:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            stop.set()
+            worker.join(timeout=5)
+
+    def __repr__(self) -> str:
+        return f"DataLoader({len(self.dataset)} samples, batch_size={self.batch_size}, shuffle={self.shuffle}, drop_last={self.drop_last})"

@@ -1,0 +1,145 @@
+"""MNIST: IDX parsing, the shipped subset, the full files, checksums, downloads and clear errors."""
+
+import functools
+import gzip
+import http.server
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from minigrad.data import MNIST, IDXError, MNISTNotFound, parse_idx
+from minigrad.data import mnist as mnist_module
+from minigrad.data.download import DownloadError, content_md5, download
+from minigrad.data.idx import read_raw, write_idx
+
+SUBSET = mnist_module.SUBSET_DIR
+
+
+def _full_mnist_root() -> Path | None:
+    env = os.environ.get("MINIGRAD_DATA")
+    if env and (Path(env) / "mnist" / "train-images-idx3-ubyte.gz").exists():
+        return Path(env)
+    return None
+
+
+def test_idx_round_trip(tmp_path):
+    a = np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 3, 4)
+    for name in ("x.idx", "x.idx.gz"):
+        write_idx(a, tmp_path / name)
+        assert np.array_equal(parse_idx(read_raw(tmp_path / name)), a)
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (b"", "bad magic"),
+        (b"\x01\x00\x08\x01", "bad magic"),
+        (b"\x00\x00\x08\x02\x00\x00", "truncated header"),
+        (b"\x00\x00\x08\x01\x00\x00\x00\x05abc", "truncated or corrupt"),
+        (b"\x00\x00\x08\x01\x00\x00\x00\x02abc", "truncated or corrupt"),
+    ],
+)
+def test_bad_idx_is_rejected(raw, message):
+    with pytest.raises(IDXError, match=message):
+        parse_idx(raw)
+
+
+def test_truncated_gzip_is_rejected(tmp_path):
+    data = (SUBSET / "t10k-labels-idx1-ubyte.gz").read_bytes()
+    path = tmp_path / "t.gz"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(IDXError, match="truncated or corrupt"):
+        read_raw(path)
+
+
+def test_shipped_subset():
+    train, test = MNIST(subset=True), MNIST(train=False, subset=True)
+    assert len(train) == 5000 and len(test) == 1000
+    image, label = train[0]
+    assert image.shape == (1, 28, 28) and image.dtype == np.float32 and 0 <= image.min() and image.max() <= 1
+    assert label == 5  # the first training digit of MNIST is a 5
+    assert np.bincount(train.targets).min() > 400  # every digit is well represented
+    images, labels = train.__getitems__([0, 1, 2])
+    assert images.shape == (3, 1, 28, 28) and labels.tolist()[:3] == train.targets[:3].tolist()
+
+
+@pytest.mark.skipif(_full_mnist_root() is None, reason="full MNIST not available (set MINIGRAD_DATA)")
+def test_full_mnist_from_minigrad_data():
+    train = MNIST(train=True, download=False)
+    test = MNIST(train=False, download=False)
+    assert len(train) == 60000 and len(test) == 10000
+    assert np.array_equal(train.data[:5000], MNIST(subset=True).data)
+    assert np.bincount(test.targets).tolist() == [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
+
+
+def test_missing_files_error_says_where_it_looked(tmp_path):
+    with pytest.raises(MNISTNotFound) as info:
+        MNIST(root=tmp_path, download=False)
+    text = str(info.value)
+    assert str(tmp_path) in text and str(tmp_path / "mnist") in text
+    assert "train-images-idx3-ubyte.gz" in text and "MINIGRAD_DATA" in text and "subset=True" in text
+
+
+def test_corrupt_file_is_detected_not_used(tmp_path):
+    folder = tmp_path / "mnist"
+    folder.mkdir()
+    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        shutil.copy(SUBSET / name, folder / name)  # valid IDX, but not the canonical full file
+    with pytest.raises(ValueError, match="does not match the canonical checksum"):
+        MNIST(root=tmp_path, train=False, download=False)
+
+
+def test_default_root_follows_minigrad_data(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIGRAD_DATA", str(tmp_path))
+    with pytest.raises(MNISTNotFound, match=str(tmp_path)):
+        MNIST(download=False)
+
+
+@pytest.fixture
+def mirror(tmp_path):
+    """A local HTTP server standing in for a mirror, serving tmp_path/served."""
+    served = tmp_path / "served"
+    served.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield served, f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+def test_download_tries_mirrors_and_verifies(tmp_path, mirror):
+    served, url = mirror
+    name = "t10k-labels-idx1-ubyte.gz"
+    shutil.copy(SUBSET / name, served / name)
+    md5 = content_md5(served / name)
+    dead = "http://127.0.0.1:9/"  # nothing listens on the discard port
+    path = download(name, [dead, url], md5, tmp_path / "cache")
+    assert path.read_bytes() == (served / name).read_bytes()
+    with pytest.raises(DownloadError) as info:
+        download(name, [url], "0" * 32, tmp_path / "other")
+    assert "checksum mismatch" in str(info.value)
+    assert not list((tmp_path / "other").glob("*"))  # nothing half-written is left behind
+
+
+def test_mnist_downloads_when_missing(tmp_path, mirror, monkeypatch):
+    served, url = mirror
+    for stem in ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"):
+        shutil.copy(SUBSET / f"{stem}.gz", served / f"{stem}.gz")
+        monkeypatch.setitem(mnist_module.FILES, stem, content_md5(served / f"{stem}.gz"))
+    monkeypatch.setattr(mnist_module, "MIRRORS", [url])
+    test = MNIST(root=tmp_path / "data", train=False, download=True)
+    assert len(test) == 1000 and (tmp_path / "data" / "mnist" / "t10k-images-idx3-ubyte.gz").exists()
+
+
+def test_uncompressed_files_are_found_too(tmp_path, monkeypatch):
+    for stem in ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"):
+        raw = gzip.decompress((SUBSET / f"{stem}.gz").read_bytes())
+        (tmp_path / stem).write_bytes(raw)
+        monkeypatch.setitem(mnist_module.FILES, stem, content_md5(tmp_path / stem))
+    assert len(MNIST(root=tmp_path, train=False, download=False)) == 1000
