@@ -82,6 +82,16 @@ class Device:
 
     __hash__ = object.__hash__
 
+    def __reduce__(self):
+        # one Device object per (type, index): copies and unpickled devices are the shared one
+        return (device, (str(self),))
+
+    def __copy__(self) -> "Device":
+        return self
+
+    def __deepcopy__(self, memo) -> "Device":
+        return self
+
 
 _BACKENDS: dict[str, Backend] = {}
 _DEVICES: dict[tuple[str, int | None], Device] = {}
