@@ -44,6 +44,7 @@ def _train(args) -> int:
         _, history = train_mnist(
             args.recipe, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
             data=args.data, save_path=args.save, subset=args.subset, progress=not args.no_progress,
+            download=not args.no_download,
         )
     except MNISTNotFound as err:
         print(f"minigrad train: {err}", file=sys.stderr)
@@ -82,6 +83,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--data", help="folder with the MNIST files (default: $MINIGRAD_DATA or the user cache)")
     t.add_argument("--subset", action="store_true", help="use the small MNIST subset shipped with minigrad")
+    t.add_argument("--no-download", action="store_true", help="never download; fail if the files are not on disk")
     t.add_argument("--save", metavar="PATH", help="save model + optimizer state to PATH (.npz, no pickle)")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.set_defaults(run=_train)

@@ -1,0 +1,81 @@
+"""Shared parts of the MNIST benchmarks: data as arrays, a runner that measures each
+contender in its own process (so peak memory is its own), and the result table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+MEAN, STD = 0.1307, 0.3081
+
+
+def mnist_arrays(subset: bool = False):
+    """Normalised float32 images (N, 1, 28, 28) and int64 labels, train and test."""
+    from minigrad.data import MNIST
+
+    out = []
+    for train in (True, False):
+        ds = MNIST(train=train, subset=subset)
+        x = (ds.data.astype(np.float32)[:, None] / 255.0 - MEAN) / STD
+        out.append((x.astype(np.float32), ds.targets))
+    return out
+
+
+def epoch_orders(n: int, epochs: int, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.permutation(n) for _ in range(epochs)]
+
+
+def peak_rss_mb() -> float:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / 1024 if sys.platform != "darwin" else rss / 2**20
+
+
+def run_contender(script: Path, name: str, args: argparse.Namespace) -> dict | None:
+    """Run ``script --only name`` in a fresh process; it prints one JSON line of results."""
+    cmd = [sys.executable, str(script), "--only", name, "--epochs", str(args.epochs), "--batch-size", str(args.batch_size)]
+    if args.subset:
+        cmd.append("--subset")
+    run = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ))
+    if run.returncode != 0:
+        print(f"  {name}: failed\n{run.stderr[-2000:]}", file=sys.stderr)
+        return None
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def report(title: str, results: dict[str, dict]) -> None:
+    print(title)
+    print(f"  {'':<12} {'epoch time':>11} {'vs numpy':>9} {'vs torch':>9} {'test acc':>9} {'peak RSS':>9}")
+    base = results.get("numpy", {}).get("epoch_seconds")
+    torch = results.get("torch", {}).get("epoch_seconds")
+    for name, r in results.items():
+        rel_np = f"{r['epoch_seconds'] / base:.2f}x" if base else "-"
+        rel_t = f"{r['epoch_seconds'] / torch:.2f}x" if torch else "-"
+        print(f"  {name:<12} {r['epoch_seconds']:>10.2f}s {rel_np:>9} {rel_t:>9} {r['test_accuracy']:>8.2%} {r['peak_rss_mb']:>7.0f}MB")
+    print("  epoch time: median over epochs of one training pass (forward, backward, optimizer step) over the training set")
+
+
+def parse(description: str, default_epochs: int, default_batch: int) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--epochs", type=int, default=default_epochs)
+    p.add_argument("--batch-size", type=int, default=default_batch)
+    p.add_argument("--subset", action="store_true", help="use the shipped 5,000-image subset (quick smoke run)")
+    p.add_argument("--only", help=argparse.SUPPRESS)
+    return p.parse_args()
+
+
+def timed_epochs(train_one_epoch, evaluate, epochs: int) -> dict:
+    times = []
+    for epoch in range(epochs):
+        start = time.perf_counter()
+        train_one_epoch(epoch)
+        times.append(time.perf_counter() - start)
+    return {"epoch_seconds": float(np.median(times)), "epoch_times": times, "test_accuracy": float(evaluate()), "peak_rss_mb": peak_rss_mb()}

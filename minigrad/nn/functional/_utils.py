@@ -1,0 +1,61 @@
+"""Small helpers shared by the functional ops: argument normalisation, checks, float16 matmul."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad.tensor import DTypeError, Tensor, get_dtype_policy
+
+__all__ = ["pair", "matmul_acc32", "check_tensor", "check_float", "check_same_dtype", "is_channels_last"]
+
+
+def pair(value, name: str, op: str) -> tuple[int, int]:
+    """``3 -> (3, 3)``, ``(3, 5) -> (3, 5)``: the (height, width) form of a 2-D size argument."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value), int(value)
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, (int, np.integer)) for v in value):
+        return int(value[0]), int(value[1])
+    raise TypeError(f"{op}: {name} must be an int or a pair of ints (height, width), got {value!r}")
+
+
+def matmul_acc32(a, b):
+    """``a @ b``; float16 arrays on the CPU are multiplied in float32 (NumPy's float16 matmul is ~200x slower)."""
+    if a.dtype == np.float16 and isinstance(a, np.ndarray):
+        return (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    return a @ b
+
+
+def check_tensor(x, name: str, op: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(
+            f"{op}: {name} must be a Tensor, got {type(x).__name__}; wrap data with minigrad.tensor.tensor(...)"
+        )
+    return x
+
+
+def check_float(x: Tensor, name: str, op: str) -> None:
+    if x.dtype.kind != "f":
+        raise DTypeError(f"{op}: {name} must be a floating point tensor, got {x.dtype} (shape {x.shape}); convert it with .float()")
+
+
+def check_same_dtype(op: str, **tensors) -> None:
+    """Raise when the given tensors (None skipped) do not share one dtype, as PyTorch's layers do.
+
+    Skipped while a dtype policy is installed (mixed precision, chapter 09): the
+    policy casts the operands of each op itself.
+    """
+    if get_dtype_policy() is not None:
+        return
+    given = {k: v for k, v in tensors.items() if v is not None}
+    dtypes = {v.dtype for v in given.values()}
+    if len(dtypes) > 1:
+        listing = ", ".join(f"{k} is {v.dtype}" for k, v in given.items())
+        raise DTypeError(
+            f"{op}: {listing}; they must have the same dtype. Convert the input (x.float()) or the "
+            f"layer (model.float() / model.double())"
+        )
+
+
+def is_channels_last(a) -> bool:
+    """True when an (N, C, H, W) array stores its channels innermost, i.e. it is an (N, H, W, C) array in memory."""
+    return a.ndim == 4 and (a.shape[1] == 1 or a.strides[1] == a.itemsize)

@@ -1,0 +1,290 @@
+"""Loss functions: cross-entropy (fused and stable), NLL, MSE, binary cross-entropy with logits.
+
+**Cross-entropy** of logits ``z`` (one row of C class scores) and a target
+class ``t`` is ``-log softmax(z)[t]``. Computed naively, ``exp(z)`` overflows
+to ``inf`` as soon as a logit passes ~89 in float32. Subtracting the row's
+maximum first changes nothing mathematically (it cancels between numerator
+and denominator) but keeps every exponent <= 0::
+
+    shifted = z - max(z)
+    log softmax(z) = shifted - log(sum(exp(shifted)))
+
+The gradient of the loss with respect to the logits is strikingly simple,
+``softmax(z) - one_hot(t)``: push the predicted probabilities towards the
+target distribution. Doing log-softmax and the loss in *one* node (a fused
+op) gives exactly this, instead of a chain of exp/sum/log/index nodes that
+each keep their own tensors.
+
+Options, as in PyTorch: ``reduction`` (``"mean"`` over the counted rows,
+``"sum"``, or ``"none"`` for one loss per row); ``ignore_index`` (rows whose
+target equals it contribute nothing and are not counted in the mean — used
+for padding); ``label_smoothing`` ``eps`` (the target becomes ``(1 - eps) *
+one_hot + eps / C``, so the gradient is ``softmax - that``). Class weights
+(``weight=``) and probability targets are not implemented.
+
+**Binary cross-entropy with logits** uses the same trick for one logit ``x``
+and a target ``y`` in [0, 1]: ``max(x, 0) - x*y + log(1 + exp(-|x|))`` never
+overflows; its gradient is ``sigmoid(x) - y``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad.nn.functional._utils import check_float, check_tensor
+from minigrad.tensor import DTypeError, Function, ShapeError, Tensor, array_module
+
+__all__ = [
+    "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy_with_logits",
+    "CrossEntropyFunction", "NLLLossFunction", "BCEWithLogitsFunction",
+]
+
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def _reduce_array(xp, loss, valid, reduction: str):
+    """Reduce per-row losses (already 0 at ignored rows) the way ``reduction`` asks."""
+    if reduction == "none":
+        return loss
+    total = loss.sum()
+    if reduction == "sum":
+        return total
+    with np.errstate(invalid="ignore", divide="ignore"):  # every row ignored: 0/0 = nan, as in PyTorch
+        return xp.asarray(total / valid.sum(), dtype=loss.dtype)
+
+
+def _row_weights(grad, valid, reduction: str):
+    """d(reduced loss)/d(loss of each row), times the incoming gradient: 1/N for "mean", 0 on ignored rows."""
+    if reduction == "none":
+        return grad * valid
+    if reduction == "mean":
+        return valid * (grad / valid.sum())
+    return valid * grad
+
+
+class CrossEntropyFunction(Function):
+    """Fused log-softmax + negative log-likelihood over (M, C) logits and (M,) class indices."""
+
+    op = "cross_entropy"
+
+    def forward(ctx, logits, target, ignore_index, label_smoothing, reduction):
+        xp = array_module(logits)
+        M, C = logits.shape
+        rows = xp.arange(M)
+        valid = target != ignore_index
+        target = xp.where(valid, target, 0)  # ignored rows point at class 0; they are masked out below
+        ### BEGIN SOLUTION 5.2 | stable log-softmax per row: shifted = logits - row max (keepdims); logp = shifted - log(sum of exp(shifted)); loss = -logp[rows, target]
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        logp = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
+        loss = -logp[rows, target]
+        ### END SOLUTION
+        eps = label_smoothing
+        if eps:  # the target distribution is (1 - eps) * one_hot + eps / C
+            loss = (1 - eps) * loss - eps * logp.mean(axis=1)
+        loss = xp.where(valid, loss, 0)
+        ctx.smoothing, ctx.reduction = eps, reduction
+        ctx.save_for_backward(logp, target, valid)
+        return _reduce_array(xp, loss, valid, reduction)
+
+    def backward(ctx, grad):
+        logp, target, valid = ctx.saved_tensors
+        xp = array_module(logp)
+        M, C = logp.shape
+        rows = xp.arange(M)
+        ### BEGIN SOLUTION 5.2 | d(row loss)/d(logits) = softmax - one_hot(target): dlogits = exp(logp), then subtract 1 at [rows, target]
+        dlogits = xp.exp(logp)
+        dlogits[rows, target] -= 1
+        ### END SOLUTION
+        eps = ctx.smoothing
+        if eps:  # softmax - ((1 - eps) * one_hot + eps / C)
+            dlogits[rows, target] += eps
+            dlogits -= eps / C
+        dlogits *= _row_weights(grad, valid, ctx.reduction)[:, None]  # 1/N for the mean; 0 on ignored rows
+        return dlogits, None, None, None, None
+
+
+class NLLLossFunction(Function):
+    """``-logp[row, target]`` per row, for log-probabilities (M, C) and class indices (M,)."""
+
+    op = "nll_loss"
+
+    def forward(ctx, logp, target, ignore_index, reduction):
+        xp = array_module(logp)
+        valid = target != ignore_index
+        target = xp.where(valid, target, 0)
+        loss = xp.where(valid, -logp[xp.arange(logp.shape[0]), target], 0)
+        ctx.reduction, ctx.shape = reduction, logp.shape
+        ctx.save_for_backward(target, valid)
+        return _reduce_array(xp, loss, valid, reduction)
+
+    def backward(ctx, grad):
+        target, valid = ctx.saved_tensors
+        xp = array_module(target)
+        dlogp = xp.zeros(ctx.shape, dtype=grad.dtype)
+        dlogp[xp.arange(ctx.shape[0]), target] = -_row_weights(grad, valid, ctx.reduction)
+        return dlogp, None, None, None
+
+
+class BCEWithLogitsFunction(Function):
+    op = "binary_cross_entropy_with_logits"
+
+    def forward(ctx, x, y, reduction):
+        xp = array_module(x)
+        loss = xp.maximum(x, 0) - x * y + xp.log1p(xp.exp(-xp.abs(x)))  # no exp of a positive number
+        ctx.reduction = reduction
+        ctx.save_for_backward(x, y)
+        if reduction == "none":
+            return loss
+        total = loss.sum()
+        return xp.asarray(total / loss.size if reduction == "mean" else total, dtype=loss.dtype)
+
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        xp = array_module(x)
+        if ctx.reduction == "mean":
+            grad = grad / x.size
+        sig = 0.5 * (1 + xp.tanh(0.5 * x))  # sigmoid(x) without overflow
+        need_x, need_y = ctx.needs_input_grad[:2]
+        return ((sig - y) * grad if need_x else None), (-x * grad if need_y else None), None
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _check_reduction(reduction: str, op: str) -> None:
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{op}: reduction must be one of {REDUCTIONS}, got {reduction!r}")
+
+
+def _classes_last(input: Tensor, target: Tensor, op: str, what: str):
+    """(N, C, d1, ...) scores and (N, d1, ...) targets -> (M, C) rows and (M,) targets, plus the target shape."""
+    check_tensor(input, "input", op)
+    check_tensor(target, "target", op)
+    check_float(input, "input", op)
+    if input.ndim == 0:
+        raise ShapeError(f"{op}: input must have a class dimension, (N, C) or (C,), got a 0-d tensor")
+    if target.dtype.kind == "f" and tuple(target.shape) == tuple(input.shape):
+        raise NotImplementedError(
+            f"{op}: target has the input's shape {tuple(input.shape)} and is floating point, i.e. class "
+            f"probabilities; minigrad implements class-index targets only. Pass target.argmax(1) "
+            f"(and label_smoothing= for soft targets)"
+        )
+    if target.dtype.kind not in "iu":
+        raise DTypeError(
+            f"{op}: target must hold class indices as integers (int64), got {target.dtype}; convert with target.long()"
+        )
+    C = input.shape[1] if input.ndim > 1 else input.shape[0]
+    expected = (input.shape[0],) + tuple(input.shape[2:]) if input.ndim > 1 else ()
+    if tuple(target.shape) != expected:
+        hint = ""
+        if input.ndim == 2 and target.ndim == 2 and target.shape == input.shape:
+            hint = " — target looks one-hot; pass the class indices target.argmax(1)"
+        elif input.ndim == 2 and target.ndim == 2 and target.shape[1] == 1:
+            hint = " — remove the extra dimension with target.squeeze(1)"
+        elif input.ndim > 2 and target.ndim == 1:
+            hint = f" — for (N, C) {what} flatten the input first with input.flatten(1)"
+        raise ShapeError(
+            f"{op}: input {tuple(input.shape)} ({what}, classes in dimension {1 if input.ndim > 1 else 0}) "
+            f"needs target of shape {expected}, got {tuple(target.shape)}{hint}"
+        )
+    if input.ndim == 1:
+        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    elif input.ndim > 2:  # move the classes last and list every position as a row
+        dims = (0,) + tuple(range(2, input.ndim)) + (1,)
+        input, target = input.permute(*dims).reshape(-1, C), target.reshape(-1)
+    return input, target, expected, C
+
+
+def _check_targets(target: Tensor, C: int, ignore_index: int, op: str) -> None:
+    data = np.asarray(target.detach().cpu().numpy())
+    inside = data[data != ignore_index]
+    if inside.size and (inside.min() < 0 or inside.max() >= C):
+        bad = int(inside.max()) if inside.max() >= C else int(inside.min())
+        raise IndexError(
+            f"{op}: target contains class {bad} but the input has {C} classes (valid targets: 0 to {C - 1}, "
+            f"or ignore_index={ignore_index}); check the labels, or give the last layer "
+            f"{max(C, int(inside.max()) + 1)} outputs"
+        )
+
+
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight=None,
+    size_average=None,
+    ignore_index: int = -100,
+    reduce=None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """Cross-entropy between logits ``input`` (N, C) (or (C,), or (N, C, d1, ...)) and class indices ``target``.
+
+    Equal to ``nll_loss(log_softmax(input, 1), target)`` but computed in one
+    stable, fused node (see the module docstring).
+    """
+    op = "cross_entropy"
+    if weight is not None or size_average is not None or reduce is not None:
+        raise NotImplementedError(f"{op}: class weights and the deprecated size_average/reduce are not implemented in minigrad")
+    _check_reduction(reduction, op)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
+    rows, targets, shape, C = _classes_last(input, target, op, "logits")
+    _check_targets(targets, C, ignore_index, op)
+    out = CrossEntropyFunction.apply(rows, targets, int(ignore_index), float(label_smoothing), reduction)
+    return out.reshape(shape) if reduction == "none" else out
+
+
+def nll_loss(input: Tensor, target: Tensor, weight=None, size_average=None, ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of log-probabilities ``input`` (N, C) (e.g. from log_softmax) and class indices."""
+    op = "nll_loss"
+    if weight is not None or size_average is not None or reduce is not None:
+        raise NotImplementedError(f"{op}: class weights and the deprecated size_average/reduce are not implemented in minigrad")
+    _check_reduction(reduction, op)
+    rows, targets, shape, C = _classes_last(input, target, op, "log-probabilities")
+    _check_targets(targets, C, ignore_index, op)
+    out = NLLLossFunction.apply(rows, targets, int(ignore_index), reduction)
+    return out.reshape(shape) if reduction == "none" else out
+
+
+def _same_shape(input: Tensor, target: Tensor, op: str) -> None:
+    check_tensor(input, "input", op)
+    check_tensor(target, "target", op)
+    if tuple(input.shape) != tuple(target.shape):
+        hint = ""
+        if input.ndim == target.ndim + 1 and input.shape[-1] == 1:
+            hint = " — use input.squeeze(-1) (or target.unsqueeze(-1))"
+        elif target.ndim == input.ndim + 1 and target.shape[-1] == 1:
+            hint = " — use target.squeeze(-1)"
+        raise ShapeError(
+            f"{op}: input {tuple(input.shape)} and target {tuple(target.shape)} must have the same shape{hint}. "
+            f"(PyTorch would broadcast them with a warning, which silently computes the wrong loss)"
+        )
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """Mean squared error ``(input - target)**2``, averaged (``"mean"``), summed, or per element (``"none"``)."""
+    op = "mse_loss"
+    _check_reduction(reduction, op)
+    _same_shape(input, target, op)
+    diff = input - target
+    squared = diff * diff
+    if reduction == "none":
+        return squared
+    return squared.mean() if reduction == "mean" else squared.sum()
+
+
+def binary_cross_entropy_with_logits(
+    input: Tensor, target: Tensor, weight=None, size_average=None, reduce=None, reduction: str = "mean", pos_weight=None
+) -> Tensor:
+    """Binary cross-entropy of ``sigmoid(input)`` and ``target`` in [0, 1], computed stably from the logits."""
+    op = "binary_cross_entropy_with_logits"
+    if weight is not None or pos_weight is not None or size_average is not None or reduce is not None:
+        raise NotImplementedError(f"{op}: weight, pos_weight and the deprecated size_average/reduce are not implemented in minigrad")
+    _check_reduction(reduction, op)
+    _same_shape(input, target, op)
+    check_float(input, "input", op)
+    if target.dtype.kind != "f":
+        raise DTypeError(f"{op}: target must be floating point (probabilities in [0, 1]), got {target.dtype}; use target.float()")
+    if target.dtype != input.dtype:
+        target = target.to(input.dtype)
+    return BCEWithLogitsFunction.apply(input, target, reduction)

@@ -1,0 +1,196 @@
+"""Max and average pooling over 2-D windows.
+
+Pooling looks at one ``kh x kw`` window per output pixel and keeps its maximum
+(max pooling) or its mean (average pooling). Like im2col, the windows are
+strided slices of the input: the ``(i, j)`` *tap* of every window at once is
+``x[:, :, i::sh, j::sw]`` (cut to ``Ho x Wo``). So both ops loop over the
+``kh*kw`` taps only, each step vectorised over the whole batch:
+
+- max: keep a running maximum and, for each output, *which tap* won
+  (``argmax``, one small integer per output);
+- average: add the taps up and divide.
+
+Backward sends each output's gradient back through the taps: for max pooling
+only to the element that won its window (the others did not affect the
+output), for average pooling to every element of the window, divided by the
+window's size. Overlapping windows (stride < kernel) make an input element
+receive from several outputs, so the taps are *added* into the gradient.
+
+Padding: max pooling pads with ``-inf`` (a padded element never wins), average
+pooling with zeros (``count_include_pad`` chooses whether the padded zeros
+count in the divisor). ``dilation``, ``ceil_mode`` and ``return_indices`` are not
+implemented.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad.nn.functional._utils import check_float, check_tensor, is_channels_last, pair
+from minigrad.tensor import Function, ShapeError, Tensor, array_module
+
+__all__ = ["max_pool2d", "avg_pool2d", "MaxPool2dFunction", "AvgPool2dFunction"]
+
+
+def _tap(a, i: int, j: int, stride, out_size):
+    """Element (i, j) of every window: a strided (N, C, Ho, Wo) view of ``a``."""
+    (sh, sw), (Ho, Wo) = stride, out_size
+    return a[:, :, i : i + sh * (Ho - 1) + 1 : sh, j : j + sw * (Wo - 1) + 1 : sw]
+
+
+def _zeros(shape, like, channels_last: bool):
+    """Zeros of (N, C, H, W) ``shape`` in the memory layout the input had (so views line up)."""
+    xp = array_module(like)
+    if channels_last:
+        N, C, H, W = shape
+        return xp.zeros((N, H, W, C), dtype=like.dtype).transpose(0, 3, 1, 2)
+    return xp.zeros(shape, dtype=like.dtype)
+
+
+def _in_layout(a, like):
+    """``a`` stored in the same memory layout as ``like`` (copied if needed), so elementwise ops between them are fast."""
+    if is_channels_last(a) == is_channels_last(like):
+        return a
+    out = array_module(a).empty_like(like, dtype=a.dtype)
+    out[...] = a
+    return out
+
+
+def _pad(x, padding, value):
+    ph, pw = padding
+    if ph == 0 and pw == 0:
+        return x
+    N, C, H, W = x.shape
+    out = _zeros((N, C, H + 2 * ph, W + 2 * pw), x, is_channels_last(x))
+    if value != 0:
+        out[...] = value
+    out[:, :, ph : ph + H, pw : pw + W] = x
+    return out
+
+
+class MaxPool2dFunction(Function):
+    op = "max_pool2d"
+
+    def forward(ctx, x, kernel_size, stride, padding, out_size):
+        kh, kw = kernel_size
+        padded = _pad(x, padding, -np.inf)
+        xp = array_module(x)
+        index_type = np.dtype(np.uint8 if kh * kw <= 256 else np.int64)
+        out = _tap(padded, 0, 0, stride, out_size).copy(order="K")  # "K": keep the input's memory layout
+        argmax = xp.zeros_like(out, dtype=index_type)  # which tap holds the maximum, per output
+        for k in range(1, kh * kw):  # tap k is (i, j) = (k // kw, k % kw)
+            v = _tap(padded, k // kw, k % kw, stride, out_size)
+            better = v > out  # strictly: on ties the first maximum wins, as in PyTorch
+            xp.maximum(out, v, out=out)
+            # argmax[better] = k, written as a (much faster) elementwise maximum: argmax < k so far
+            xp.maximum(argmax, better * index_type.type(k), out=argmax)
+        ctx.save_for_backward(argmax)
+        ctx.geometry = (x.shape, padded.shape, is_channels_last(x), kernel_size, stride, padding, out_size)
+        return out
+
+    def backward(ctx, grad):
+        (argmax,) = ctx.saved_tensors
+        x_shape, padded_shape, channels_last, (kh, kw), stride, (ph, pw), out_size = ctx.geometry
+        grad = _in_layout(grad, argmax)
+        dx = _zeros(padded_shape, grad, channels_last)
+        ### BEGIN SOLUTION 6.3 | only the winner gets the gradient: for each tap k = (k // kw, k % kw), add grad * (argmax == k) into that tap's strided view of dx (window = _tap(dx, i, j, stride, out_size); window += ...)
+        for k in range(kh * kw):
+            window = _tap(dx, k // kw, k % kw, stride, out_size)
+            window += grad * (argmax == k)
+        ### END SOLUTION
+        H, W = x_shape[2], x_shape[3]
+        return dx[:, :, ph : ph + H, pw : pw + W], None, None, None, None
+
+
+class AvgPool2dFunction(Function):
+    op = "avg_pool2d"
+
+    def forward(ctx, x, kernel_size, stride, padding, out_size, divisor):
+        kh, kw = kernel_size
+        if isinstance(divisor, np.ndarray):
+            divisor = array_module(x).asarray(divisor, dtype=x.dtype)
+        padded = _pad(x, padding, 0)
+        out = _tap(padded, 0, 0, stride, out_size).copy(order="K")
+        for k in range(1, kh * kw):
+            out += _tap(padded, k // kw, k % kw, stride, out_size)
+        out /= divisor
+        ctx.geometry = (x.shape, padded.shape, is_channels_last(x), kernel_size, stride, padding, out_size, divisor)
+        return out
+
+    def backward(ctx, grad):
+        x_shape, padded_shape, channels_last, (kh, kw), stride, (ph, pw), out_size, divisor = ctx.geometry
+        dx = _zeros(padded_shape, grad, channels_last)
+        share = grad / divisor  # every element of a window gets an equal share
+        for k in range(kh * kw):
+            window = _tap(dx, k // kw, k % kw, stride, out_size)
+            window += share
+        H, W = x_shape[2], x_shape[3]
+        return dx[:, :, ph : ph + H, pw : pw + W], None, None, None, None, None
+
+
+def _pool_args(input, kernel_size, stride, padding, op):
+    check_tensor(input, "input", op)
+    check_float(input, "input", op)
+    kernel = pair(kernel_size, "kernel_size", op)
+    stride = kernel if stride is None or stride == () else pair(stride, "stride", op)
+    padding = pair(padding, "padding", op)
+    if min(kernel) < 1 or min(stride) < 1:
+        raise ValueError(f"{op}: kernel_size and stride must be >= 1, got kernel_size={kernel}, stride={stride}")
+    if padding[0] > kernel[0] // 2 or padding[1] > kernel[1] // 2 or min(padding) < 0:
+        raise ValueError(
+            f"{op}: padding {padding} must be between 0 and half the kernel size {kernel} (PyTorch's rule)"
+        )
+    if input.ndim not in (3, 4):
+        raise ShapeError(
+            f"{op}: expected input (N, C, H, W) or (C, H, W), got shape {tuple(input.shape)}"
+            + (" — reshape flattened images to (N, C, H, W) first" if input.ndim == 2 else "")
+        )
+    H, W = input.shape[-2], input.shape[-1]
+    out_size = ((H + 2 * padding[0] - kernel[0]) // stride[0] + 1, (W + 2 * padding[1] - kernel[1]) // stride[1] + 1)
+    if min(out_size) < 1:
+        raise ShapeError(
+            f"{op}: the input is {H}x{W} (with padding {padding}) but the window is {kernel[0]}x{kernel[1]}; "
+            f"the output would be empty. Use a smaller kernel_size or pool fewer times"
+        )
+    return kernel, stride, padding, out_size
+
+
+def _unsupported(op, **flags):
+    for name, value in flags.items():
+        if value:
+            raise NotImplementedError(f"{op}: {name}={value!r} is not implemented in minigrad")
+
+
+def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+    """The maximum of each ``kernel_size`` window, moved by ``stride`` (default: the kernel size)."""
+    op = "max_pool2d"
+    if pair(dilation, "dilation", op) != (1, 1):
+        raise NotImplementedError(f"{op}: dilation={dilation!r} is not implemented in minigrad")
+    _unsupported(op, ceil_mode=ceil_mode, return_indices=return_indices)
+    kernel, stride, padding, out_size = _pool_args(input, kernel_size, stride, padding, op)
+    if input.ndim == 3:
+        return MaxPool2dFunction.apply(input.unsqueeze(0), kernel, stride, padding, out_size).squeeze(0)
+    return MaxPool2dFunction.apply(input, kernel, stride, padding, out_size)
+
+
+def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override=None) -> Tensor:
+    """The mean of each ``kernel_size`` window, moved by ``stride`` (default: the kernel size).
+
+    With padding, ``count_include_pad=True`` (the default) divides by the full
+    window size; ``False`` divides by the number of real (non-padding) elements.
+    """
+    op = "avg_pool2d"
+    _unsupported(op, ceil_mode=ceil_mode)
+    kernel, stride, padding, out_size = _pool_args(input, kernel_size, stride, padding, op)
+    if divisor_override is not None:
+        divisor = float(divisor_override)
+    elif count_include_pad or padding == (0, 0):
+        divisor = float(kernel[0] * kernel[1])
+    else:  # how many taps of each window land inside the image, per output row and column
+        H, W = input.shape[-2], input.shape[-1]
+        rows = [sum(0 <= o * stride[0] - padding[0] + i < H for i in range(kernel[0])) for o in range(out_size[0])]
+        cols = [sum(0 <= o * stride[1] - padding[1] + j < W for j in range(kernel[1])) for o in range(out_size[1])]
+        divisor = np.outer(rows, cols)  # (Ho, Wo), broadcast over (N, C)
+    if input.ndim == 3:
+        return AvgPool2dFunction.apply(input.unsqueeze(0), kernel, stride, padding, out_size, divisor).squeeze(0)
+    return AvgPool2dFunction.apply(input, kernel, stride, padding, out_size, divisor)
