@@ -39,6 +39,28 @@ def peak_rss_mb() -> float:
     return rss / 1024 if sys.platform != "darwin" else rss / 2**20
 
 
+def compare(script: str, description: str, contenders: dict, title, default_epochs: int, default_batch: int) -> None:
+    """The benchmark's entry point: with ``--only NAME`` run one contender here and print its
+    results as JSON; otherwise run every contender in its own process and print the table.
+    ``title(args)`` names the workload in the table's heading."""
+    args = parse(description, default_epochs, default_batch)
+    if args.only:
+        print(json.dumps(contenders[args.only](args, mnist_arrays(args.subset))))
+        return
+    results = {}
+    for name in contenders:
+        if name == "torch":
+            try:
+                import torch  # noqa: F401
+            except ImportError:
+                print("  (PyTorch not installed: pip install torch==2.13.0 to compare)")
+                continue
+        r = run_contender(Path(script), name, args)
+        if r is not None:
+            results[name] = r
+    report(title(args), results)
+
+
 def run_contender(script: Path, name: str, args: argparse.Namespace) -> dict | None:
     """Run ``script --only name`` in a fresh process; it prints one JSON line of results."""
     cmd = [sys.executable, str(script), "--only", name, "--epochs", str(args.epochs), "--batch-size", str(args.batch_size)]

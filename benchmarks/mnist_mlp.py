@@ -8,13 +8,11 @@ prints epoch time, test accuracy and peak memory; the table puts them side by si
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 
-from _mnist_common import epoch_orders, mnist_arrays, parse, report, run_contender, timed_epochs
+from _mnist_common import compare, epoch_orders, timed_epochs
 
 SIZES = [784, 256, 128, 10]
 LR, BETAS, EPS = 1e-3, (0.9, 0.999), 1e-8
@@ -135,22 +133,7 @@ CONTENDERS = {"minigrad": run_minigrad, "numpy": run_numpy, "torch": run_torch}
 
 
 def main():
-    args = parse(__doc__.splitlines()[0], default_epochs=3, default_batch=128)
-    if args.only:
-        print(json.dumps(CONTENDERS[args.only](args, mnist_arrays(args.subset))))
-        return
-    results = {}
-    for name in CONTENDERS:
-        if name == "torch":
-            try:
-                import torch  # noqa: F401
-            except ImportError:
-                print("  (PyTorch not installed: pip install torch==2.13.0 to compare)")
-                continue
-        r = run_contender(Path(__file__), name, args)
-        if r is not None:
-            results[name] = r
-    report(f"MNIST MLP 784-256-128-10, batch {args.batch_size}, Adam lr {LR}, {args.epochs} epochs", results)
+    compare(__file__, __doc__.splitlines()[0], CONTENDERS, lambda a: f"MNIST MLP 784-256-128-10, batch {a.batch_size}, Adam lr {LR}, {a.epochs} epochs", default_epochs=3, default_batch=128)
 
 
 if __name__ == "__main__":
