@@ -3,7 +3,9 @@
 Chapter 03 (data): :mod:`.strides` (shapes, strides, broadcasting in plain
 Python), :class:`Tensor` views without copies, dtypes, devices.
 Chapter 04 (autograd): :class:`Function` nodes, :mod:`.autograd` (the
-backward pass), ``unbroadcast``, ``no_grad``, version counters, ``gradcheck``.
+backward pass), :mod:`.grad_rules` (the backward rules with an idea in them:
+``unbroadcast``, matmul, reductions, log_softmax, the graph order; the chapter's
+exercises), ``no_grad``, version counters, ``gradcheck``.
 
 Extension points for later stages live in :mod:`.backend` (device registry),
 :mod:`.hooks` (allocation observers, dtype policy).
@@ -22,7 +24,7 @@ so ``from minigrad.tensor import *`` does not hide Python's builtins.
 """
 
 from minigrad.tensor.tensor import ReduceResult, Tensor, VersionCounter, shares_memory  # noqa: I001 (first)
-from minigrad.tensor import hooks, strides
+from minigrad.tensor import grad_rules, hooks, strides
 from minigrad.tensor.autograd import backward, topological_order
 from minigrad.tensor.backend import (
     Backend,
@@ -76,7 +78,9 @@ from minigrad.tensor.function import (
     no_grad,
     set_grad_enabled,
 )
+from minigrad.tensor.grad_rules import unbroadcast
 from minigrad.tensor.gradcheck import GradcheckError, GradcheckResult, gradcheck
+from minigrad.tensor.anomaly import AnomalyError, detect_anomaly
 from minigrad.tensor.hooks import (
     AllocationEvent,
     add_allocation_observer,
@@ -117,7 +121,6 @@ from minigrad.tensor.ops_elementwise import (
     sqrt,
     sub,
     tanh,
-    unbroadcast,
     where,
 )
 from minigrad.tensor.ops_index import getitem
@@ -153,14 +156,14 @@ __all__ = [
     # the tensor and its graph
     "Tensor", "VersionCounter", "ReduceResult", "shares_memory", "Function", "AccumulateGrad",
     "backward", "topological_order", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-    "gradcheck", "GradcheckError", "GradcheckResult",
+    "gradcheck", "GradcheckError", "GradcheckResult", "detect_anomaly", "AnomalyError",
     # dtypes, devices, errors
     "float16", "float32", "float64", "int64", "bool_", "double", "half", "long",
     "default_float", "promote_types", "is_floating_point",
     "Device", "Backend", "DeviceError", "device", "cpu", "register_backend", "unregister_backend",
     "get_backend", "registered_backends", "array_module", "ShapeError", "DTypeError",
     # extension points
-    "hooks", "strides", "AllocationEvent", "add_allocation_observer", "remove_allocation_observer",
+    "hooks", "strides", "grad_rules", "AllocationEvent", "add_allocation_observer", "remove_allocation_observer",
     "allocation_tag", "set_buffer_tag", "set_dtype_policy", "get_dtype_policy", "dtype_policy",
     # factories and random numbers
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",

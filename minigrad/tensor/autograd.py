@@ -23,7 +23,8 @@ Invariants
 
 from __future__ import annotations
 
-from minigrad.tensor import hooks
+from minigrad.tensor import anomaly as _anomaly
+from minigrad.tensor import grad_rules, hooks
 from minigrad.tensor.backend import array_module
 from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import AccumulateGrad
@@ -38,26 +39,9 @@ def topological_order(root) -> list:
     Iterative depth-first search with an explicit stack of ``(node, parents_done)``
     pairs, like ``minigrad.scalar.topological_order``. Parents that are falsy
     (``None`` for inputs that need no gradient, ``NOT_A_TENSOR`` for plain
-    arguments) are skipped.
+    arguments) are skipped. The rule lives in :mod:`.grad_rules` (exercise 4.5).
     """
-    ### BEGIN SOLUTION 4.5 | explicit stack of (node, parents_done); on a first pop mark it visited and push (node, True), then (parent, False) for each parent that is truthy and unvisited; append node when (node, True) pops
-    order = []
-    visited = set()
-    stack = [(root, False)]
-    while stack:
-        node, parents_done = stack.pop()
-        if parents_done:
-            order.append(node)
-            continue
-        if node in visited:
-            continue
-        visited.add(node)
-        stack.append((node, True))
-        for parent in node._parents:
-            if parent and parent not in visited:
-                stack.append((parent, False))
-    return order
-    ### END SOLUTION
+    return grad_rules.topological_order(root)
 
 
 def backward(tensor: Tensor, gradient=None, retain_graph: bool = False) -> None:
@@ -77,13 +61,15 @@ def backward(tensor: Tensor, gradient=None, retain_graph: bool = False) -> None:
     root = tensor.grad_fn if tensor.grad_fn is not None else tensor._accumulate_grad_node()
     grads = {root: seed}
     adopted: set[int] = set()
-    for node in reversed(topological_order(root)):
+    for node in reversed(grad_rules.topological_order(root)):
         grad = grads.pop(node, None)
         if grad is None:
             continue
         if type(node) is AccumulateGrad:
             leaf = node._variable()
             if leaf is not None:
+                if _anomaly.enabled:
+                    _anomaly.check_leaf_gradient(leaf, grad)
                 _accumulate(leaf, grad, adopted)
             continue
         if node._retain is not None:
@@ -93,6 +79,8 @@ def backward(tensor: Tensor, gradient=None, retain_graph: bool = False) -> None:
         input_grads = node.backward(grad)
         if type(input_grads) is not tuple:
             input_grads = (input_grads,)
+        if _anomaly.enabled:
+            _anomaly.check_backward(node, grad, input_grads)
         parents = node._parents
         if len(input_grads) != len(parents):
             raise RuntimeError(

@@ -58,6 +58,7 @@ import weakref
 
 import numpy as np
 
+from minigrad.tensor import anomaly as _anomaly
 from minigrad.tensor import hooks
 from minigrad.tensor.backend import DeviceError
 from minigrad.tensor.errors import DTypeError, ShapeError, describe
@@ -270,6 +271,8 @@ class Function:
             device = ctx.out_device
         if isinstance(out, np.generic):  # NumPy turns 0-d results into scalars; keep arrays
             out = np.asarray(out)
+        if _anomaly.enabled:
+            _anomaly.check_forward(cls.__name__, args, out)
         # the output tensor (make_tensor, inlined: this is the hottest path of the library)
         result = _new(Tensor)
         result._data = out

@@ -1,10 +1,10 @@
-"""Elementwise ops: arithmetic, activations, comparisons, and ``unbroadcast``.
+"""Elementwise ops: arithmetic, activations, comparisons.
 
 Binary ops broadcast their operands the NumPy way: a ``(128, 256)`` matrix
 plus a ``(256,)`` bias adds the bias to every row. In backward, the gradient
 arrives with the *output's* shape, ``(128, 256)``; the bias was read 128
-times, so its gradient is the sum of those 128 rows. :func:`unbroadcast` does
-exactly that for any pair of shapes.
+times, so its gradient is the sum of those 128 rows. ``grad_rules.unbroadcast``
+does exactly that for any pair of shapes.
 
 Each op's backward multiplies the incoming gradient by the local derivative:
 ``d(a*b)/da = b``, ``d(exp a)/da = exp a`` (so Exp saves its *output*),
@@ -19,6 +19,7 @@ from numbers import Number
 
 import numpy as np
 
+from minigrad.tensor import grad_rules
 from minigrad.tensor.dtypes import bool_, default_float, promote_types, result_type
 from minigrad.tensor.errors import DTypeError, ShapeError, describe
 from minigrad.tensor.function import Function
@@ -27,30 +28,10 @@ from minigrad.tensor.strides import broadcast_shapes
 from minigrad.tensor.tensor import Tensor, make_tensor
 
 __all__ = [
-    "unbroadcast",
     "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
     "leaky_relu", "gelu", "abs", "clamp", "clip", "maximum", "minimum", "where",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or",
 ]
-
-
-def unbroadcast(grad, shape):
-    """Sum ``grad`` (the gradient of a broadcast result) back down to an operand's ``shape``.
-
-    Broadcasting added leading dimensions and stretched size-1 dimensions; the
-    operand's gradient is the sum over every copy that was made of it, so sum
-    over the added dimensions and over the stretched ones (keeping those as 1).
-    ``unbroadcast(ones((4, 3)), (3,))`` is ``[4, 4, 4]``; ``(4, 3) -> (4, 1)`` sums rows.
-    """
-    if grad.shape == shape:
-        return grad
-    ### BEGIN SOLUTION 4.1 | axes = the leading grad.ndim - len(shape) dimensions, plus every dimension where shape has 1 and grad does not; sum them with keepdims=True, then reshape to shape
-    extra = grad.ndim - len(shape)
-    axes = tuple(range(extra)) + tuple(
-        extra + i for i, size in enumerate(shape) if size == 1 and grad.shape[extra + i] != 1
-    )
-    return grad.sum(axis=axes, keepdims=True).reshape(shape)
-    ### END SOLUTION
 
 
 # --------------------------------------------------------------------------- operands
@@ -126,8 +107,8 @@ class Add(_Broadcasting):
     def backward(ctx, grad):
         need_a, need_b = ctx.needs_input_grad
         return (
-            unbroadcast(grad, ctx.a_shape) if need_a else None,
-            unbroadcast(grad, ctx.b_shape) if need_b else None,
+            grad_rules.unbroadcast(grad, ctx.a_shape) if need_a else None,
+            grad_rules.unbroadcast(grad, ctx.b_shape) if need_b else None,
         )
 
 
@@ -139,8 +120,8 @@ class Sub(_Broadcasting):
     def backward(ctx, grad):
         need_a, need_b = ctx.needs_input_grad
         return (
-            unbroadcast(grad, ctx.a_shape) if need_a else None,
-            unbroadcast(-grad, ctx.b_shape) if need_b else None,
+            grad_rules.unbroadcast(grad, ctx.a_shape) if need_a else None,
+            grad_rules.unbroadcast(-grad, ctx.b_shape) if need_b else None,
         )
 
 
@@ -153,8 +134,8 @@ class Mul(_Broadcasting):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
         return (
-            unbroadcast(grad * b, a.shape) if need_a else None,
-            unbroadcast(grad * a, b.shape) if need_b else None,
+            grad_rules.unbroadcast(grad * b, a.shape) if need_a else None,
+            grad_rules.unbroadcast(grad * a, b.shape) if need_b else None,
         )
 
 
@@ -168,8 +149,8 @@ class Div(_Broadcasting):
         need_a, need_b = ctx.needs_input_grad
         ga = grad / b
         return (
-            unbroadcast(ga, a.shape) if need_a else None,
-            unbroadcast(-ga * a / b, b.shape) if need_b else None,
+            grad_rules.unbroadcast(ga, a.shape) if need_a else None,
+            grad_rules.unbroadcast(-ga * a / b, b.shape) if need_b else None,
         )
 
 
@@ -186,9 +167,9 @@ class Pow(_Broadcasting):
         need_a, need_b = ctx.needs_input_grad
         ga = gb = None
         if need_a:
-            ga = unbroadcast(grad * b * a ** (b - 1), a.shape)
+            ga = grad_rules.unbroadcast(grad * b * a ** (b - 1), a.shape)
         if need_b:
-            gb = unbroadcast(grad * out * np.log(a), b.shape)
+            gb = grad_rules.unbroadcast(grad * out * np.log(a), b.shape)
         return ga, gb
 
 
@@ -446,8 +427,8 @@ def _split_grad(ctx, grad, a_wins, tie, a, b):
         share = share + (0.5 * grad) * tie
     need_a, need_b = ctx.needs_input_grad
     return (
-        unbroadcast(share, _shape_of(a)) if need_a else None,
-        unbroadcast(grad - share, _shape_of(b)) if need_b else None,
+        grad_rules.unbroadcast(share, _shape_of(a)) if need_a else None,
+        grad_rules.unbroadcast(grad - share, _shape_of(b)) if need_b else None,
     )
 
 
@@ -463,8 +444,8 @@ class Where(_Broadcasting):
         zero = grad.dtype.type(0)
         return (
             None,
-            unbroadcast(np.where(condition, grad, zero), ctx.a_shape) if need_a else None,
-            unbroadcast(np.where(condition, zero, grad), ctx.b_shape) if need_b else None,
+            grad_rules.unbroadcast(np.where(condition, grad, zero), ctx.a_shape) if need_a else None,
+            grad_rules.unbroadcast(np.where(condition, zero, grad), ctx.b_shape) if need_b else None,
         )
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.tensor import grad_rules
 from minigrad.tensor.backend import DeviceError, array_module
 from minigrad.tensor.errors import DTypeError
 from minigrad.tensor.function import Function
-from minigrad.tensor.ops_elementwise import unbroadcast
 from minigrad.tensor.tensor import Tensor
 
 __all__ = ["getitem", "normalize_key", "GetItem", "SetItem"]
@@ -141,7 +141,7 @@ class SetItem(_Indexing):
             ga = grad.copy()
             ga[ctx.key] = 0  # these elements were overwritten: the old values no longer matter
         if need_v:
-            gv = unbroadcast(grad[ctx.key], ctx.value_shape)
+            gv = grad_rules.unbroadcast(grad[ctx.key], ctx.value_shape)
         return ga, gv, None, None
 
 

@@ -13,6 +13,8 @@ The other cases reduce to that one:
 - dimensions before the last two are *batch* dimensions and broadcast like an
   elementwise op, so their gradients are summed back with ``unbroadcast``.
 
+The backward rule is :func:`minigrad.tensor.grad_rules.matmul_backward` (exercise 4.2).
+
 float16 on the CPU: NumPy has no fast half-precision matmul (it is ~200x
 slower), so float16 operands are multiplied in float32 and the result rounded
 to float16 — what GPU tensor cores do (float32 accumulation).
@@ -20,26 +22,19 @@ to float16 — what GPU tensor cores do (float32 accumulation).
 
 from __future__ import annotations
 
-import numpy as np
-
+from minigrad.tensor import grad_rules
 from minigrad.tensor.dtypes import promote_types
 from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import Function
 from minigrad.tensor.ops_convert import cast
-from minigrad.tensor.ops_elementwise import _as_operand, unbroadcast
+from minigrad.tensor.ops_elementwise import _as_operand
 from minigrad.tensor.strides import broadcast_shapes
 from minigrad.tensor.tensor import Tensor
 
 __all__ = ["matmul", "Matmul"]
 
 
-_FLOAT16 = np.dtype(np.float16)
-
-
-def _product(a, b):
-    if a.dtype is _FLOAT16 and isinstance(a, np.ndarray):
-        return (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
-    return a @ b
+_product = grad_rules.product  # a @ b, with float16 multiplied in float32 on the CPU
 
 
 class Matmul(Function):
@@ -50,29 +45,7 @@ class Matmul(Function):
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
-        ### BEGIN SOLUTION 4.2 | 2-D: da = grad @ b.T and db = a.T @ grad; treat 1-D operands as a row (1, k) / column (k, 1) and put the removed axis back into grad; swap the last two axes for batches and unbroadcast each gradient to its operand's shape
-        if a.ndim == 2 and b.ndim == 2:  # the common case, without any reshaping
-            ga = _product(grad, b.T) if need_a else None
-            gb = _product(a.T, grad) if need_b else None
-            return ga, gb
-        a2 = a.reshape(1, -1) if a.ndim == 1 else a
-        b2 = b.reshape(-1, 1) if b.ndim == 1 else b
-        if a.ndim == 1:
-            grad = grad[..., None, :] if b.ndim > 1 else grad[..., None]
-        if b.ndim == 1:
-            grad = grad[..., None]
-        ga = gb = None
-        if need_a:
-            ga = unbroadcast(_product(grad, b2.swapaxes(-1, -2)), a2.shape).reshape(a.shape)
-        if need_b:
-            if b2.ndim == 2 and a2.ndim > 2:  # one weight matrix for a whole batch: one big product
-                k = a2.shape[-1]
-                gb = _product(a2.reshape(-1, k).T, grad.reshape(-1, grad.shape[-1]))
-            else:
-                gb = unbroadcast(_product(a2.swapaxes(-1, -2), grad), b2.shape)
-            gb = gb.reshape(b.shape)
-        return ga, gb
-        ### END SOLUTION
+        return grad_rules.matmul_backward(grad, a, b, need_a, need_b)
 
 
 def _explain(a: Tensor, b: Tensor) -> str | None:

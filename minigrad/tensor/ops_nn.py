@@ -8,13 +8,15 @@ float32, ``exp(1000. - 1000.)`` is 1. As in PyTorch, a row that is entirely
 
 With ``y = log_softmax(x)`` along a dimension, ``y_i = x_i - log sum_j exp x_j``
 and the backward is ``dx = dy - softmax(x) * sum(dy)``, where ``softmax(x) =
-exp(y)``: the node only needs to keep its output.
+exp(y)``: the node only needs to keep its output (the rule is
+:func:`minigrad.tensor.grad_rules.log_softmax_backward`, exercise 4.4).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from minigrad.tensor import grad_rules
 from minigrad.tensor.backend import array_module
 from minigrad.tensor.dtypes import default_float, int64
 from minigrad.tensor.errors import DTypeError, ShapeError
@@ -49,9 +51,7 @@ class LogSoftmax(Function):
 
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        ### BEGIN SOLUTION 4.4 | softmax = exp(out); dx = grad - softmax * (grad summed along ctx.dim, keepdims=True)
-        return grad - np.exp(out) * grad.sum(axis=ctx.dim, keepdims=True), None
-        ### END SOLUTION
+        return grad_rules.log_softmax_backward(grad, out, ctx.dim), None
 
 
 class LogSumExp(Function):

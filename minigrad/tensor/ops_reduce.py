@@ -7,13 +7,15 @@ broadcasting the result back (``x - x.mean(1, keepdim=True)``).
 Backward of a reduction *spreads* the gradient back over the elements that
 were reduced: every element of the input contributed once to a sum, so each
 gets the output's gradient (d sum / d x_i = 1); for a mean each gets 1/n of
-it; for a max only the winning element gets it (shared at ties).
+it; for a max only the winning element gets it (shared at ties). The sum and
+mean rules are in :mod:`minigrad.tensor.grad_rules` (exercise 4.3).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from minigrad.tensor import grad_rules
 from minigrad.tensor.backend import array_module
 from minigrad.tensor.dtypes import default_float, int64
 from minigrad.tensor.function import Function
@@ -72,28 +74,18 @@ class Sum(Function):
         return a.sum(axis=dims, keepdims=keepdim)
 
     def backward(ctx, grad):
-        ### BEGIN SOLUTION 4.3 | every input element gets the gradient of the sum it went into: unless keepdim (or dims is None), reshape grad to _kept_shape (1 at each reduced dim), then array_module(grad).broadcast_to(grad, ctx.shape)
-        if not ctx.keepdim and ctx.dims is not None:
-            grad = grad.reshape(_kept_shape(ctx.shape, ctx.dims))
-        return array_module(grad).broadcast_to(grad, ctx.shape), None, None
-        ### END SOLUTION
+        return grad_rules.sum_backward(grad, ctx.shape, ctx.dims, ctx.keepdim), None, None
 
 
 class Mean(Function):
     def forward(ctx, a, dims, keepdim):
         ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
-        ctx.count = _count(a.shape, dims)
         if a.dtype == np.float16:  # let NumPy accumulate in float32
             return a.mean(axis=dims, keepdims=keepdim)
-        return a.sum(axis=dims, keepdims=keepdim) / ctx.count
+        return a.sum(axis=dims, keepdims=keepdim) / _count(a.shape, dims)
 
     def backward(ctx, grad):
-        ### BEGIN SOLUTION 4.3 | as for sum, but each element gets grad / n, where n = ctx.count elements were averaged
-        grad = grad / ctx.count
-        if not ctx.keepdim and ctx.dims is not None:
-            grad = grad.reshape(_kept_shape(ctx.shape, ctx.dims))
-        return array_module(grad).broadcast_to(grad, ctx.shape), None, None
-        ### END SOLUTION
+        return grad_rules.mean_backward(grad, ctx.shape, ctx.dims, ctx.keepdim), None, None
 
 
 class Amax(Function):

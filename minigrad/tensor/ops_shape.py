@@ -4,7 +4,7 @@ Most of these are *views*: they return a tensor that reads the same memory
 through a different shape and strides (see :mod:`~minigrad.tensor.strides`),
 without copying a single element. Their backward only has to undo the shape
 change on the gradient: reshape it back, transpose it back, or, for
-``expand`` (a broadcast view with stride 0), sum it back with ``unbroadcast``.
+``expand`` (a broadcast view with stride 0), sum it back with ``grad_rules.unbroadcast``.
 
 ``reshape`` returns a view when the memory layout allows it and copies
 otherwise; ``view`` never copies and raises when it would have to.
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.tensor import grad_rules
 from minigrad.tensor.backend import array_module
 from minigrad.tensor.dtypes import promote_types
 from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import Function
 from minigrad.tensor.ops_convert import cast
-from minigrad.tensor.ops_elementwise import unbroadcast
 from minigrad.tensor.strides import numel, permute_strides, view_strides
 from minigrad.tensor.tensor import Tensor
 
@@ -115,7 +115,7 @@ class Expand(Function):
         return array_module(a).broadcast_to(a, shape)
 
     def backward(ctx, grad):
-        return unbroadcast(grad, ctx.input_shape), None
+        return grad_rules.unbroadcast(grad, ctx.input_shape), None
 
 
 class Contiguous(Function):
