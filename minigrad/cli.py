@@ -60,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     g = sub.add_parser("grade", help="grade your exercise file(s)")
-    g.add_argument("chapter", help="chapter number (01, 02, ...) or 'all'")
+    g.add_argument("chapter", help="chapter number (01, 02, ...), an exercise id (6.2: grades the file that holds it) or 'all'")
     g.add_argument("--file", help="the file to grade (default: exercises/NN_*.py from the current folder up)")
     g.add_argument("--dir", help="a folder holding NN_*.py exercise files (for 'all')")
     g.add_argument("--reference", action="store_true", help="grade the library's own reference code")

@@ -142,3 +142,15 @@ def test_gradescope_counts_crashes_against_the_full_denominator(tmp_path):
     path.write_text("raise SystemExit(1)\n")
     data = gradescope(grade("01", path, timeout=20, show=False))
     assert data["score"] == 0 and sum(t["max_score"] for t in data["tests"]) == 15
+
+
+def test_selecting_one_file_of_a_chapter_with_several():
+    from minigrad.grading.runner import resolve_files
+
+    [(part, path)] = resolve_files("6.2", "mine.py", None, False)
+    assert part.file == "06_conv.py" and path.name == "mine.py"
+    [(part, _)] = resolve_files("06", "some/where/06_pooling.py", None, False)
+    assert part.file == "06_pooling.py"
+    with pytest.raises(ValueError, match="this grades 3 files"):
+        resolve_files("06", "mine.py", None, False)
+    assert [p.file for p, _ in resolve_files("05", None, None, True)] == ["05_linear.py", "05_cross_entropy.py", "05_optimizers.py"]

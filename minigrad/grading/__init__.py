@@ -15,8 +15,9 @@ from minigrad.grading.loader import find_exercise_file, load_exercise
 from minigrad.grading.manifest import chapter, chapters
 from minigrad.grading.report import gradescope, table, write_gradescope
 from minigrad.grading.runner import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, PartResult, grade_part, resolve_files
+from minigrad.grading.use import use_exercise
 
-__all__ = ["grade", "load_exercise", "find_exercise_file", "chapter", "chapters", "table", "gradescope"]
+__all__ = ["grade", "load_exercise", "use_exercise", "find_exercise_file", "chapter", "chapters", "table", "gradescope"]
 
 
 def grade(

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from minigrad.grading import sandbox
 from minigrad.grading.loader import find_exercise_file
-from minigrad.grading.manifest import Exercise, Part, chapter, chapters
+from minigrad.grading.manifest import Exercise, Part, chapter, chapters, part_of
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MEMORY_MB = 2048
@@ -134,10 +134,22 @@ def grade_part(
 
 def resolve_files(which: str, file: str | Path | None, folder: str | Path | None, reference: bool) -> list[tuple[Part, Path | None]]:
     """The exercise files to grade, each with the file to grade (None: find it from the current folder)."""
-    selected = [p for c in chapters().values() for p in c.parts] if which == "all" else list(chapter(which).parts)
+    if which == "all":
+        selected = [p for c in chapters().values() for p in c.parts]
+    elif "." in which:  # an exercise id: the file that holds it
+        selected = [part_of(which)]
+    else:
+        selected = list(chapter(which).parts)
     if file is not None and len(selected) > 1:
-        names = ", ".join(p.file for p in selected)
-        raise ValueError(f"grade {which}: --file names one file but this grades {len(selected)} ({names}); use --dir for a folder of exercise files")
+        by_name = [p for p in selected if p.file == Path(file).name]
+        if len(by_name) != 1:
+            names = ", ".join(p.file for p in selected)
+            raise ValueError(
+                f"grade {which}: this grades {len(selected)} files ({names}); name your file like one of them, "
+                f"grade one exercise's file (e.g. `minigrad grade {selected[-1].exercises[0].id} --file ...`), "
+                f"or use --dir for a folder of exercise files"
+            )
+        selected = by_name
     files: list[tuple[Part, Path | None]] = []
     for p in selected:
         if reference:

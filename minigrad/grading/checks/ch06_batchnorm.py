@@ -1,0 +1,135 @@
+"""Graded checks for chapter 06, exercise 6.4: the training-mode BatchNorm backward in ``minigrad/nn/functional/normalization.py``.
+
+Fresh random shapes ((N, C), (N, C, L) and (N, C, H, W)), scales and shifts
+each run, float64. The learner's ``BatchNormFunction.backward`` is compared
+with central finite differences (``minigrad.tensor.gradcheck``), with the
+gradient of the same computation built from elementary tensor ops (so the
+chapter-04 autograd derives it), and with two properties of any correct
+answer: per channel, the input gradient sums to zero and is orthogonal to
+``xhat`` (shifting or scaling a channel's inputs does not change its output).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minigrad.tensor as mt
+from minigrad.tensor import gradcheck
+
+
+def _np(rng) -> np.random.Generator:
+    return np.random.default_rng(rng.randrange(2**32))
+
+
+def _shape(gen) -> tuple[int, ...]:
+    """(N, C), (N, C, L) or (N, C, H, W), with at least 3 values per channel (with 2, every correct dx is 0)."""
+    C = int(gen.integers(1, 4))
+    kind = int(gen.integers(0, 3))
+    if kind == 0:
+        return (int(gen.integers(3, 7)), C)
+    if kind == 1:
+        return (int(gen.integers(1, 4)), C, int(gen.integers(3, 5)))
+    return (int(gen.integers(1, 4)), C, int(gen.integers(2, 4)), int(gen.integers(2, 4)))
+
+
+def _inputs(gen, shape):
+    C = shape[1]
+    # each channel its own offset and spread, so the statistics matter
+    scale = np.exp(gen.uniform(-1, 1, size=C)).reshape((1, C) + (1,) * (len(shape) - 2))
+    shift = gen.uniform(-3, 3, size=C).reshape(scale.shape)
+    x = gen.standard_normal(shape) * scale + shift
+    return x, gen.uniform(0.5, 2.0, size=C), gen.standard_normal(C)
+
+
+def _by_hand(x, weight, bias, eps):
+    """batch_norm written with elementary tensor ops: autograd differentiates it node by node."""
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    mean = x.mean(dim=axes, keepdim=True)
+    centred = x - mean
+    var = (centred * centred).mean(dim=axes, keepdim=True)
+    out = centred / (var + eps) ** 0.5
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+@pytest.mark.exercise("6.4")
+def test_batch_norm_backward_gradcheck(submission, rng):
+    gen = _np(rng)
+    for trial in range(8):
+        shape = _shape(gen)
+        x0, w0, b0 = _inputs(gen, shape)
+        affine = trial % 4 != 3
+        x = mt.tensor(x0, requires_grad=True)
+        w, b = mt.tensor(w0, requires_grad=True), mt.tensor(b0, requires_grad=True)
+        rm, rv = mt.zeros(shape[1], dtype=mt.float64), mt.ones(shape[1], dtype=mt.float64)
+        stats = trial % 2 == 0  # with running statistics to update, or without
+
+        def f(x, w=None, b=None):
+            return submission.batch_norm(x, rm if stats else None, rv if stats else None, w, b, training=True)
+
+        args = [x, w, b] if affine else [x]
+        result = gradcheck(f, args, raise_exception=False, seed=int(gen.integers(2**31)))
+        assert result, f"batch_norm(input {shape}, training=True, affine={affine}): {result}"
+
+
+@pytest.mark.exercise("6.4")
+def test_batch_norm_backward_matches_autograd(submission, rng):
+    gen = _np(rng)
+    for trial in range(8):
+        shape = _shape(gen)
+        x0, w0, b0 = _inputs(gen, shape)
+        eps = float(10.0 ** gen.uniform(-5, -2))
+        affine = trial % 3 != 2
+        grads = {}
+        g = gen.standard_normal(shape)
+        for name in ("yours", "autograd"):
+            x = mt.tensor(x0, requires_grad=True)
+            w = mt.tensor(w0, requires_grad=True) if affine else None
+            b = mt.tensor(b0, requires_grad=True) if affine else None
+            if name == "yours":
+                out = submission.batch_norm(x, None, None, w, b, training=True, eps=eps)
+            else:
+                out = _by_hand(x, w, b, eps)
+            (out * mt.tensor(g)).sum().backward()
+            grads[name] = x.grad.numpy() if x.grad is not None else None
+        mine, expected = grads["yours"], grads["autograd"]
+        what = f"batch_norm(input {shape}, training=True, affine={affine}, eps={eps:.2g})"
+        assert mine is not None, f"{what}: the input got no gradient"
+        assert mine.shape == expected.shape, f"{what}: gradient of shape {mine.shape}, expected {expected.shape}"
+        if not np.allclose(mine, expected, rtol=1e-7, atol=1e-9):
+            worst = np.unravel_index(np.argmax(np.abs(mine - expected)), mine.shape)
+            raise AssertionError(
+                f"{what}: wrong input gradient; worst at {tuple(int(i) for i in worst)}: got {mine[worst]:.8g}, "
+                f"expected {expected[worst]:.8g}"
+            )
+
+
+@pytest.mark.exercise("6.4")
+def test_batch_norm_backward_properties(submission, rng):
+    """Per channel, dx sums to 0 (the mean is subtracted) and is orthogonal to xhat (the variance is divided out)."""
+    gen = _np(rng)
+    for _ in range(6):
+        shape = _shape(gen)
+        x0, w0, b0 = _inputs(gen, shape)
+        x = mt.tensor(x0, requires_grad=True)
+        out = submission.batch_norm(x, None, None, mt.tensor(w0), mt.tensor(b0), training=True, eps=1e-12)
+        (out * mt.tensor(gen.standard_normal(shape))).sum().backward()
+        assert x.grad is not None, "batch_norm: the input got no gradient"
+        dx = x.grad.numpy()
+        axes = (0,) + tuple(range(2, len(shape)))
+        mean = x0.mean(axis=axes, keepdims=True)
+        xhat = (x0 - mean) / np.sqrt(x0.var(axis=axes, keepdims=True) + 1e-12)
+        scale = np.abs(dx).sum(axis=axes) + 1.0
+        sums, dots = dx.sum(axis=axes), (dx * xhat).sum(axis=axes)
+        assert np.all(np.abs(sums) <= 1e-9 * scale), (
+            f"batch_norm(input {shape}): per channel the input gradient must sum to 0, got {np.round(sums, 10)}"
+        )
+        assert np.all(np.abs(dots) <= 1e-8 * scale), (
+            f"batch_norm(input {shape}): per channel the input gradient must be orthogonal to xhat, "
+            f"got dot products {np.round(dots, 10)}"
+        )

@@ -1,0 +1,136 @@
+"""Run the library with a learner's exercise functions plugged in, for the length of a ``with`` block.
+
+An exercise file is a copy of one library module (``minigrad/tensor/grad_rules.py``
+for chapter 04) with its solution regions carved out. ``use_exercise`` loads
+the learner's copy and, inside the block, puts the learner's version of every
+function that holds a solution region in place of the library's::
+
+    from minigrad.grading import use_exercise
+
+    with use_exercise("04"):           # every rule of exercises/04_tensor_autograd.py
+        loss.backward()                # ... runs through the learner's unbroadcast, matmul backward, ...
+    with use_exercise("4.2"):          # only the functions of exercise 4.2
+        ...
+
+The functions to swap are found from the source, not from a list: the regions'
+line numbers (``carve.find_regions``) are matched with the ``def`` statements
+that enclose them (``ast``). This works because the library calls these
+functions through their module at call time (``grad_rules.unbroadcast(...)``).
+A region inside a method swaps that method on the library's class; that is
+sound only for methods that do not depend on their own class (zero-argument
+``super()``, ``isinstance(x, Value)`` with the learner's ``Value``...). For a
+chapter built around a class (chapter 01's ``Value``), use the learner's class
+directly: ``load_exercise("01").Value``.
+
+Invariants
+- The library's original functions are restored on exit, also after an exception.
+- Nothing is swapped if the learner's file cannot be loaded or lacks a function.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+from minigrad.grading.carve import find_regions
+from minigrad.grading.loader import load_exercise
+from minigrad.grading.manifest import PACKAGE_DIR, Part, part_of
+
+__all__ = ["use_exercise", "exercise_functions", "library_module"]
+
+
+def library_module(part: Part) -> ModuleType:
+    """The imported library module that ``part``'s exercise file is a copy of."""
+    relative = Path(part.source).resolve().relative_to(PACKAGE_DIR).with_suffix("")
+    return importlib.import_module(".".join((PACKAGE_DIR.name, *relative.parts)))
+
+
+def _definitions(tree: ast.Module) -> list[tuple[str, ast.AST]]:
+    """(qualified name, node) of every def at module level or directly inside (nested) classes."""
+    found: list[tuple[str, ast.AST]] = []
+
+    def visit(body, prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.append((prefix + node.name, node))
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body, prefix + node.name + ".")
+
+    visit(tree.body, "")
+    return found
+
+
+def exercise_functions(source: str | Path, exercise: str | None = None) -> list[str]:
+    """Qualified names (``"unbroadcast"``, ``"Value.__mul__"``) of the defs holding solution regions.
+
+    ``exercise``: only the regions of that exercise id. Raises ValueError for a
+    region outside any module-level function or method.
+    """
+    path = Path(source)
+    text = path.read_text()
+    definitions = _definitions(ast.parse(text, filename=str(path)))
+    names: list[str] = []
+    for region in find_regions(text.splitlines(), str(path)):
+        if exercise is not None and region.exercise != exercise:
+            continue
+        line = region.begin + 1  # ast counts lines from 1
+        holders = [(name, node) for name, node in definitions if node.lineno <= line <= node.end_lineno]
+        if not holders:
+            raise ValueError(f"{path.name}:{line}: solution region {region.exercise} is not inside a function")
+        name = max(holders, key=lambda item: item[1].lineno)[0]  # the innermost one
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def _owner(module: ModuleType, qualname: str):
+    """(object that holds the attribute, attribute name) for ``"f"`` or ``"Class.method"``."""
+    *path, attribute = qualname.split(".")
+    owner = module
+    for name in path:
+        owner = getattr(owner, name)
+    return owner, attribute
+
+
+@contextlib.contextmanager
+def use_exercise(key: str | int, path: str | Path | None = None) -> Iterator[ModuleType]:
+    """Inside the block, the library runs the learner's versions of the exercise functions.
+
+    ``key``: a chapter ("04") swaps every function with a solution region in
+    that chapter's exercise file; an exercise id ("4.2") swaps only that
+    exercise's. ``path``: the learner's file (default: ``exercises/NN_*.py``
+    found from the current folder upwards). Yields the learner's module.
+    """
+    key = str(key)
+    part = part_of(key)
+    exercise = key if "." in key else None
+    names = exercise_functions(part.source, exercise)
+    if exercise is not None and not names:
+        raise ValueError(f"use_exercise: exercise {key} has no solution region in {Path(part.source).name}")
+    mine = load_exercise(key, path)
+    library = library_module(part)
+    swaps = []
+    for qualname in names:
+        owner, attribute = _owner(library, qualname)
+        try:
+            my_owner, _ = _owner(mine, qualname)
+            replacement = vars(my_owner)[attribute]
+        except (AttributeError, KeyError):
+            raise AttributeError(
+                f"use_exercise: your file {getattr(mine, '__file__', '?')} has no {qualname}; "
+                f"regenerate a fresh copy with `minigrad exercises build` and fill it in again"
+            ) from None
+        swaps.append((owner, attribute, vars(owner)[attribute], replacement))
+    done = []
+    try:
+        for owner, attribute, original, replacement in swaps:
+            setattr(owner, attribute, replacement)
+            done.append((owner, attribute, original))
+        yield mine
+    finally:
+        for owner, attribute, original in reversed(done):
+            setattr(owner, attribute, original)

@@ -1,0 +1,119 @@
+"""use_exercise: a learner's exercise functions plugged into the library, and taken out again."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import minigrad.tensor as mt
+from minigrad.grading import use_exercise
+from minigrad.grading.manifest import PACKAGE_DIR, part_of
+from minigrad.grading.use import exercise_functions, library_module
+from minigrad.tensor import grad_rules
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions" / "04_tensor_autograd.py"
+STUBS = ROOT / "exercises" / "04_tensor_autograd.py"
+RULES = ["unbroadcast", "matmul_backward", "sum_backward", "mean_backward", "log_softmax_backward", "topological_order"]
+
+
+def _originals() -> dict:
+    return {name: getattr(grad_rules, name) for name in RULES}
+
+
+def _train(steps: int = 5) -> list[float]:
+    """A tiny MLP on fixed data: matmul, broadcasting bias, relu, log_softmax, mean — every chapter-04 rule."""
+    gen = np.random.default_rng(0)
+    x = mt.tensor(gen.standard_normal((16, 3)))
+    y = mt.tensor(gen.integers(0, 2, size=16))
+    params = [
+        mt.tensor(gen.standard_normal((3, 8)) * 0.5, requires_grad=True), mt.zeros(8, requires_grad=True),
+        mt.tensor(gen.standard_normal((8, 2)) * 0.5, requires_grad=True), mt.zeros(2, requires_grad=True),
+    ]
+    W1, b1, W2, b2 = params
+    losses = []
+    for _ in range(steps):
+        logits = (x @ W1 + b1).relu() @ W2 + b2
+        loss = -logits.log_softmax(dim=1)[mt.arange(16), y].mean() + 0.01 * (W1 * W1).sum()
+        loss.backward()
+        with mt.no_grad():
+            for p in params:
+                p.sub_(0.5 * p.grad)
+                p.grad = None
+        losses.append(loss.item())
+    return losses
+
+
+def test_the_functions_are_found_from_the_regions():
+    part = part_of("04")
+    assert exercise_functions(part.source) == RULES
+    assert exercise_functions(part.source, "4.3") == ["sum_backward", "mean_backward"]
+    assert exercise_functions(part.source, "4.5") == ["topological_order"]
+    assert library_module(part) is grad_rules
+
+
+def test_methods_are_found_by_qualified_name():
+    names = exercise_functions(PACKAGE_DIR / "scalar" / "engine.py")
+    assert "topological_order" in names
+    assert any(name.startswith("Value.") for name in names)
+    assert all(name.count(".") <= 1 for name in names)
+
+
+def test_solutions_train_exactly_like_the_library():
+    before = _originals()
+    expected = _train()
+    with use_exercise("04", path=SOLUTIONS) as mine:
+        for name in RULES:
+            assert getattr(grad_rules, name) is getattr(mine, name)
+            assert getattr(grad_rules, name) is not before[name]
+        assert _train() == expected
+    assert _originals() == before
+
+
+def test_stubs_raise_not_implemented_and_everything_is_restored():
+    before = _originals()
+    with pytest.raises(NotImplementedError, match=r"Exercise 4\.\d"):
+        with use_exercise("04", path=STUBS):
+            _train(1)
+    assert _originals() == before
+    assert _train(2) == _train(2)  # the library works again
+
+
+def test_one_exercise_swaps_only_its_functions():
+    before = _originals()
+    with use_exercise("4.2", path=STUBS):
+        assert grad_rules.matmul_backward is not before["matmul_backward"]
+        assert {n for n in RULES if getattr(grad_rules, n) is not before[n]} == {"matmul_backward"}
+        x = mt.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        (x * x + 1.0).sum().backward()  # no matmul: the library's rules still work
+        assert x.grad.tolist() == [[2.0, 4.0], [6.0, 8.0]]
+        with pytest.raises(NotImplementedError, match="Exercise 4.2"):
+            (x @ x).sum().backward()
+    assert _originals() == before
+
+
+def test_the_learners_file_is_found_from_the_current_folder(monkeypatch):
+    monkeypatch.chdir(ROOT / "chapters")
+    with use_exercise("04") as mine:
+        assert Path(mine.__file__).resolve() == STUBS.resolve()
+
+
+def test_a_file_without_a_function_swaps_nothing(tmp_path):
+    text = SOLUTIONS.read_text().replace("def log_softmax_backward(", "def renamed_by_mistake(")
+    broken = tmp_path / "04_tensor_autograd.py"
+    broken.write_text(text)
+    before = _originals()
+    with pytest.raises(AttributeError, match="has no log_softmax_backward"):
+        with use_exercise("04", path=broken):
+            pass
+    assert _originals() == before
+
+
+def test_nested_blocks_restore_in_order():
+    before = _originals()
+    with use_exercise("04", path=SOLUTIONS) as outer:
+        with use_exercise("4.1", path=STUBS) as inner:
+            assert grad_rules.unbroadcast is inner.unbroadcast
+            assert grad_rules.matmul_backward is outer.matmul_backward
+        assert grad_rules.unbroadcast is outer.unbroadcast
+    assert _originals() == before
