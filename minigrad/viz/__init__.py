@@ -4,15 +4,24 @@
 duck-typed attributes and never imports a stage at module level.
 """
 
+from minigrad.viz.conv_pictures import draw_im2col, feature_maps, im2col_indices, plot_feature_maps, plot_filters
 from minigrad.viz.figure_display import show_figures_as_png
 from minigrad.viz.graph_layout import LayeredLayout, LayoutEdge, layered_layout
 from minigrad.viz.graph_svg import SVGFigure, draw_graph, draw_legend, graph_nodes, stack_figures
+from minigrad.viz.layout_picture import draw_layouts, layout_positions, layout_strides
 from minigrad.viz.plots import plot_decision_boundary, plot_loss_curve
 from minigrad.viz.stepper import BackpropStep, BackpropStepper, BackpropTrace, ChainRuleTerm, trace_backprop
+from minigrad.viz.stride_explorer import StrideExplorer, ViewInfo, draw_strided_view, offset_map, strided_view
+from minigrad.viz.tensor_graph import TensorBackpropStepper, TensorBackpropTrace, draw_tensor_graph, tensor_graph, trace_tensor_backprop
+from minigrad.viz.training_plots import LiveTrainingPlot, compare_curves, plot_digits, smooth
 
 __all__ = [
     "layered_layout", "LayeredLayout", "LayoutEdge",
     "draw_graph", "draw_legend", "SVGFigure", "graph_nodes", "stack_figures",
     "BackpropStepper", "BackpropTrace", "BackpropStep", "ChainRuleTerm", "trace_backprop",
     "plot_loss_curve", "plot_decision_boundary", "show_figures_as_png",
+    "StrideExplorer", "ViewInfo", "strided_view", "offset_map", "draw_strided_view",
+    "draw_layouts", "layout_strides", "layout_positions",
+    "draw_tensor_graph", "tensor_graph", "TensorBackpropStepper", "TensorBackpropTrace", "trace_tensor_backprop",
+    "LiveTrainingPlot", "compare_curves", "plot_digits", "smooth",
 ]
