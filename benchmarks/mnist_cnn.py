@@ -25,7 +25,7 @@ def _batches(order, batch_size):
 
 def run_minigrad(args, data):
     from minigrad import nn, optim
-    from minigrad.tensor import manual_seed, no_grad, tensor
+    from minigrad.tensor import from_numpy, manual_seed, no_grad, tensor
 
     (x, y), (xt, yt) = data
     manual_seed(0)
@@ -40,7 +40,7 @@ def run_minigrad(args, data):
 
     def train(epoch):
         for idx in _batches(orders[epoch], args.batch_size):
-            loss = loss_fn(model(tensor(x[idx])), tensor(y[idx]))
+            loss = loss_fn(model(from_numpy(x[idx])), from_numpy(y[idx]))  # the fancy index already copied
             opt.zero_grad()
             loss.backward()
             opt.step()

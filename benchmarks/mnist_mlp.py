@@ -20,7 +20,7 @@ LR, BETAS, EPS = 1e-3, (0.9, 0.999), 1e-8
 
 def run_minigrad(args, data):
     from minigrad import nn, optim
-    from minigrad.tensor import manual_seed, no_grad, tensor
+    from minigrad.tensor import from_numpy, manual_seed, no_grad, tensor
 
     (x, y), (xt, yt) = data
     manual_seed(0)
@@ -33,7 +33,7 @@ def run_minigrad(args, data):
         order = orders[epoch]
         for i in range(0, len(order), args.batch_size):
             idx = order[i : i + args.batch_size]
-            loss = loss_fn(model(tensor(x[idx])), tensor(y[idx]))
+            loss = loss_fn(model(from_numpy(x[idx])), from_numpy(y[idx]))  # the fancy index already copied
             opt.zero_grad()
             loss.backward()
             opt.step()

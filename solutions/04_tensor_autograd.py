@@ -100,7 +100,9 @@ def matmul_backward(grad, a, b, need_a: bool = True, need_b: bool = True):
     """
     if a.ndim == 2 and b.ndim == 2:  # the common case, without any reshaping
         ga = product(grad, b.T) if need_a else None
-        gb = product(a.T, grad) if need_b else None
+        gb = None
+        if need_b:  # laid out like b: for b = W.T (Linear) that is W's own layout, so no copy later
+            gb = product(grad.T, a).T if b.flags.f_contiguous and not b.flags.c_contiguous else product(a.T, grad)
         return ga, gb
     a2 = a.reshape(1, -1) if a.ndim == 1 else a
     b2 = b.reshape(-1, 1) if b.ndim == 1 else b

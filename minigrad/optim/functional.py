@@ -138,8 +138,12 @@ def adam_update(
         second_moment = max_exp_avg_sq
     else:
         second_moment = exp_avg_sq
-    denom = np.sqrt(second_moment) / math.sqrt(bias_correction2) + eps
-    param -= (lr / bias_correction1) * (exp_avg / denom)
+    denom = np.sqrt(second_moment)  # a new array; the in-place steps below reuse it
+    denom /= math.sqrt(bias_correction2)
+    denom += eps
+    update = exp_avg / denom
+    update *= lr / bias_correction1
+    param -= update
     ### END SOLUTION
 
 

@@ -141,6 +141,10 @@ def _accumulate(leaf: Tensor, grad, adopted: set[int]) -> None:
         raise ShapeError(f"AccumulateGrad: gradient of shape {grad.shape} for a leaf of shape {leaf.shape}")
     current = leaf._grad
     if current is None:
+        if leaf._data.flags.c_contiguous and not grad.flags.c_contiguous:
+            # as in PyTorch, a gradient takes its leaf's layout: optimizer updates then run over
+            # matching memory (mixing C- and Fortran-ordered operands makes them several times slower)
+            grad = array_module(grad).ascontiguousarray(grad)
         leaf._grad = make_tensor(_own(grad, adopted), leaf._device, tag=hooks.GRADIENT)
     else:
         current._data += grad

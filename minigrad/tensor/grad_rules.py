@@ -99,7 +99,9 @@ def matmul_backward(grad, a, b, need_a: bool = True, need_b: bool = True):
     ### BEGIN SOLUTION 4.2 | 2-D: grad_a = grad @ b.T, grad_b = a.T @ grad; a 1-D a is a row (1, k), a 1-D b a column (k, 1): put the missing axis back into grad (grad[..., None, :] / grad[..., None]), multiply with swapaxes(-1, -2) for batches, unbroadcast to the 2-D operand's shape, then reshape to a.shape / b.shape
     if a.ndim == 2 and b.ndim == 2:  # the common case, without any reshaping
         ga = product(grad, b.T) if need_a else None
-        gb = product(a.T, grad) if need_b else None
+        gb = None
+        if need_b:  # laid out like b: for b = W.T (Linear) that is W's own layout, so no copy later
+            gb = product(grad.T, a).T if b.flags.f_contiguous and not b.flags.c_contiguous else product(a.T, grad)
         return ga, gb
     a2 = a.reshape(1, -1) if a.ndim == 1 else a
     b2 = b.reshape(-1, 1) if b.ndim == 1 else b
