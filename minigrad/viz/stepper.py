@@ -29,6 +29,7 @@ from typing import Any
 from minigrad.viz.graph_svg import (
     VALUE_STYLE, SVGFigure, draw_graph, draw_legend, format_number, graph_nodes, stack_figures, value_box_width,
 )
+from minigrad.viz.widget_display import display_with_static_figure
 
 __all__ = [
     "ChainRuleTerm", "BackpropStep", "BackpropTrace", "trace_backprop",
@@ -318,15 +319,4 @@ class BackpropStepper:
         self._next.disabled = k == self.last_step
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        try:
-            widget = self.widget
-        except ImportError:
-            display(self.static_figure())
-            return
-        # The static SVG rides along in the same output: front ends that cannot
-        # show widgets (a notebook rendered without a kernel) show it instead.
-        bundle = dict(widget._repr_mimebundle_() or {})
-        bundle["image/svg+xml"] = self.static_figure().svg
-        display(bundle, raw=True)
+        display_with_static_figure(lambda: self.widget, self.static_figure)

@@ -39,6 +39,7 @@ from minigrad.viz.graph_svg import (
     LINE_HEIGHT, MARGIN, PALETTE, TEXT, TEXT_SOFT, SVGFigure, _element, _escape, _text, _text_width,
     draw_legend, stack_figures,
 )
+from minigrad.viz.widget_display import display_with_static_figure
 
 __all__ = [
     "VIEW_OPS", "ViewInfo", "strided_view", "offset_map", "touched_cells", "position_formula",
@@ -725,18 +726,7 @@ class StrideExplorer:
         )
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        try:
-            widget = self.widget
-        except ImportError:
-            display(self.figure())
-            return
-        # The static SVG rides along: a front end without widgets (a notebook
-        # rendered without a kernel) shows it instead.
-        bundle = dict(widget._repr_mimebundle_() or {})
-        bundle["image/svg+xml"] = self.figure().svg
-        display(bundle, raw=True)
+        display_with_static_figure(lambda: self.widget, self.figure)
 
     def __repr__(self) -> str:
         return f"StrideExplorer(shape={self.shape}, op={self.op!r}, {self.params})"
