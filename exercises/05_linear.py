@@ -6,8 +6,6 @@
 
 from __future__ import annotations
 
-import math
-
 from minigrad.nn import init
 from minigrad.nn.functional.linear import check_linear_input
 from minigrad.nn.module import Module
@@ -43,10 +41,7 @@ class Linear(Module):
 
     def reset_parameters(self, generator=None) -> None:
         """Draw fresh weights (PyTorch's default initialisation)."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5), generator=generator)
-        if self.bias is not None:
-            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
-            init.uniform_(self.bias, -bound, bound, generator)
+        init.default_layer_init_(self.weight, self.bias, generator)
 
     def forward(self, x: Tensor) -> Tensor:
         check_linear_input(x, self.in_features, f"Linear({self.in_features}, {self.out_features})")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from minigrad.nn import functional as F
 from minigrad.nn import init
 from minigrad.nn.functional._utils import pair
@@ -59,11 +57,7 @@ class Conv2d(Module):
         self.reset_parameters(generator)
 
     def reset_parameters(self, generator=None) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5), generator=generator)
-        if self.bias is not None:
-            fan_in = self.in_channels * self.kernel_size[0] * self.kernel_size[1]
-            bound = 1 / math.sqrt(fan_in)
-            init.uniform_(self.bias, -bound, bound, generator)
+        init.default_layer_init_(self.weight, self.bias, generator)
 
     def describe(self) -> str:
         """The layer as one would write it, for error messages: ``Conv2d(1, 8, kernel_size=5)``."""

@@ -31,7 +31,7 @@ from minigrad.tensor import Tensor, default_generator, from_numpy, no_grad
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
-    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "default_layer_init_",
 ]
 
 
@@ -142,3 +142,13 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinea
     """N(0, std**2) with std = gain / sqrt(fan)."""
     gain = calculate_gain(nonlinearity, a)
     return normal_(tensor, 0.0, gain / math.sqrt(_fan(tensor, mode)), generator)
+
+
+def default_layer_init_(weight: Tensor, bias: Tensor | None, generator=None) -> None:
+    """PyTorch's default for Linear and Conv layers: kaiming_uniform_(a=sqrt(5)) weights
+    (U(+-1/sqrt(fan_in))) and a bias drawn from U(+-1/sqrt(fan_in)) (0 when fan_in is 0)."""
+    kaiming_uniform_(weight, a=math.sqrt(5), generator=generator)
+    if bias is not None:
+        fan_in = _fans(weight)[0]
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+        uniform_(bias, -bound, bound, generator)

@@ -29,8 +29,9 @@ from collections import OrderedDict, namedtuple
 from typing import Iterator
 
 from minigrad.nn.parameter import BUFFER_TAG, PARAMETER_TAG, Parameter
-from minigrad.tensor import Device, Tensor, as_tensor, device as as_device, no_grad, set_buffer_tag
+from minigrad.tensor import Tensor, as_tensor, device as as_device, no_grad, set_buffer_tag
 from minigrad.tensor.dtypes import as_dtype
+from minigrad.tensor.tensor import parse_to_args
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "IncompatibleKeys"]
 
@@ -372,13 +373,7 @@ class Module:
         dtype = kwargs.pop("dtype", None)
         if kwargs:
             raise TypeError(f"to: unexpected keyword arguments {sorted(kwargs)}")
-        for arg in args:
-            if isinstance(arg, Tensor):
-                device, dtype = arg.device, arg.dtype
-            elif isinstance(arg, (str, Device)):
-                device = arg
-            else:
-                dtype = arg
+        device, dtype = parse_to_args(args, device, dtype)
         device = as_device(device) if device is not None else None
         dtype = as_dtype(dtype) if dtype is not None else None
         if dtype is not None and dtype.kind != "f":

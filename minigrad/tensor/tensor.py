@@ -40,6 +40,18 @@ ReduceResult = namedtuple("ReduceResult", "values indices")
 ReduceResult.__doc__ = "What ``x.max(dim)`` / ``x.min(dim)`` return: the values and their indices (as ``torch.return_types.max``)."
 
 
+def parse_to_args(args, device=None, dtype=None):
+    """``(device, dtype)`` named by ``.to(...)``'s positional arguments: a tensor (both), a device or a dtype."""
+    for arg in args:
+        if isinstance(arg, Tensor):
+            device, dtype = arg.device, arg.dtype
+        elif isinstance(arg, (str, Device)):
+            device = arg
+        else:
+            dtype = arg
+    return device, dtype
+
+
 class VersionCounter:
     """How many in-place changes a block of memory has seen; shared by all views of it."""
 
@@ -383,13 +395,7 @@ class Tensor:
 
     def to(self, *args, dtype=None, device=None, copy: bool = False) -> "Tensor":
         """``x.to("cuda")``, ``x.to(float16)``, ``x.to("cpu", float64)``, ``x.to(other_tensor)``; differentiable."""
-        for arg in args:
-            if isinstance(arg, Tensor):
-                device, dtype = arg.device, arg.dtype
-            elif isinstance(arg, (str, Device)):
-                device = arg
-            else:
-                dtype = arg
+        device, dtype = parse_to_args(args, device, dtype)
         out = self
         if dtype is not None:
             out = _convert.cast(out, as_dtype(dtype))
