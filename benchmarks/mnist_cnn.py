@@ -4,7 +4,7 @@ minigrad vs hand-written NumPy vs PyTorch CPU.
 Each contender trains in its own process on the same data in the same order and
 prints epoch time, test accuracy and peak memory; the table puts them side by side.
 
-    python benchmarks/mnist_cnn.py [--epochs 2] [--batch-size 64] [--subset]
+    python benchmarks/mnist_cnn.py [--epochs 2] [--batch-size 64] [--rounds 3] [--subset]
 """
 
 from __future__ import annotations

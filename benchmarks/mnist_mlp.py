@@ -3,7 +3,7 @@
 Each contender trains in its own process on the same data in the same order and
 prints epoch time, test accuracy and peak memory; the table puts them side by side.
 
-    python benchmarks/mnist_mlp.py [--epochs 3] [--batch-size 128] [--subset]
+    python benchmarks/mnist_mlp.py [--epochs 3] [--batch-size 128] [--rounds 3] [--subset]
 """
 
 from __future__ import annotations

@@ -47,18 +47,27 @@ REDUCTIONS = ("mean", "sum", "none")
 
 
 def _reduce_array(xp, loss, valid, reduction: str):
-    """Reduce per-row losses (already 0 at ignored rows) the way ``reduction`` asks."""
+    """Reduce per-row losses (already 0 at ignored rows) the way ``reduction`` asks; ``valid`` None: no row ignored."""
     if reduction == "none":
         return loss
     total = loss.sum()
     if reduction == "sum":
         return total
-    with np.errstate(invalid="ignore", divide="ignore"):  # every row ignored: 0/0 = nan, as in PyTorch
-        return xp.asarray(total / valid.sum(), dtype=loss.dtype)
+    if valid is None:
+        return xp.asarray(total / loss.shape[0], dtype=loss.dtype)
+    count = valid.sum()
+    if xp is np and count == 0:  # every row ignored: 0/0 = nan, as in PyTorch (CuPy gives nan without a warning)
+        return xp.asarray(np.nan, dtype=loss.dtype)
+    return xp.asarray(total / count, dtype=loss.dtype)
 
 
-def _row_weights(grad, valid, reduction: str):
-    """d(reduced loss)/d(loss of each row), times the incoming gradient: 1/N for "mean", 0 on ignored rows."""
+def _row_weights(grad, valid, reduction: str, rows: int):
+    """d(reduced loss)/d(loss of each row), times the incoming gradient: 1/N for "mean", 0 on ignored rows.
+
+    ``valid`` None (no row ignored) gives a scalar for "mean" and "sum".
+    """
+    if valid is None:
+        return grad / rows if reduction == "mean" else grad
     if reduction == "none":
         return grad * valid
     if reduction == "mean":
@@ -75,14 +84,17 @@ class CrossEntropyFunction(Function):
         xp = array_module(logits)
         M, C = logits.shape
         rows = xp.arange(M)
-        valid = target != ignore_index
-        target = xp.where(valid, target, 0)  # ignored rows point at class 0; they are masked out below
+        valid = None  # ignore_index None: the caller checked that no row is ignored
+        if ignore_index is not None:
+            valid = target != ignore_index
+            target = xp.where(valid, target, 0)  # ignored rows point at class 0; they are masked out below
         # TODO Exercise 5.2
         raise NotImplementedError('Exercise 5.2: stable log-softmax per row: shifted = logits - row max (keepdims); logp = shifted - log(sum of exp(shifted)); loss = -logp[rows, target]')
         eps = label_smoothing
         if eps:  # the target distribution is (1 - eps) * one_hot + eps / C
             loss = (1 - eps) * loss - eps * logp.mean(axis=1)
-        loss = xp.where(valid, loss, 0)
+        if valid is not None:
+            loss = xp.where(valid, loss, 0)
         ctx.smoothing, ctx.reduction = eps, reduction
         ctx.save_for_backward(logp, target, valid)
         return _reduce_array(xp, loss, valid, reduction)
@@ -98,7 +110,8 @@ class CrossEntropyFunction(Function):
         if eps:  # softmax - ((1 - eps) * one_hot + eps / C)
             dlogits[rows, target] += eps
             dlogits -= eps / C
-        dlogits *= _row_weights(grad, valid, ctx.reduction)[:, None]  # 1/N for the mean; 0 on ignored rows
+        weights = _row_weights(grad, valid, ctx.reduction, M)  # 1/N for the mean; 0 on ignored rows
+        dlogits *= weights[:, None] if weights.ndim else weights
         return dlogits, None, None, None, None
 
 
@@ -120,7 +133,7 @@ class NLLLossFunction(Function):
         target, valid = ctx.saved_tensors
         xp = array_module(target)
         dlogp = xp.zeros(ctx.shape, dtype=grad.dtype)
-        dlogp[xp.arange(ctx.shape[0]), target] = -_row_weights(grad, valid, ctx.reduction)
+        dlogp[xp.arange(ctx.shape[0]), target] = -_row_weights(grad, valid, ctx.reduction, ctx.shape[0])
         return dlogp, None, None, None
 
 
@@ -157,6 +170,11 @@ def _check_reduction(reduction: str, op: str) -> None:
 
 def _classes_last(input: Tensor, target: Tensor, op: str, what: str):
     """(N, C, d1, ...) scores and (N, d1, ...) targets -> (M, C) rows and (M,) targets, plus the target shape."""
+    if isinstance(input, Tensor) and isinstance(target, Tensor):  # the common case, (N, C) and (N,), checked fast
+        scores, classes = input._data, target._data
+        if (scores.ndim == 2 and classes.ndim == 1 and scores.shape[0] == classes.shape[0]
+                and scores.dtype.kind == "f" and classes.dtype.kind in "iu"):
+            return input, target, classes.shape, scores.shape[1]
     check_tensor(input, "input", op)
     check_tensor(target, "target", op)
     check_float(input, "input", op)
@@ -194,8 +212,11 @@ def _classes_last(input: Tensor, target: Tensor, op: str, what: str):
     return input, target, expected, C
 
 
-def _check_targets(target: Tensor, C: int, ignore_index: int, op: str) -> None:
-    data = np.asarray(target.detach().cpu().numpy())
+def _check_targets(target: Tensor, C: int, ignore_index: int, op: str) -> bool:
+    """Raise an IndexError naming the bad class; return True when no row is ignored (every target is a class)."""
+    data = target._data if target.device.type == "cpu" else target.detach().cpu().numpy()
+    if data.size and 0 <= data.min() and data.max() < C:  # the common case: every target is a class
+        return not 0 <= ignore_index < C
     inside = data[data != ignore_index]
     if inside.size and (inside.min() < 0 or inside.max() >= C):
         bad = int(inside.max()) if inside.max() >= C else int(inside.min())
@@ -204,6 +225,7 @@ def _check_targets(target: Tensor, C: int, ignore_index: int, op: str) -> None:
             f"or ignore_index={ignore_index}); check the labels, or give the last layer "
             f"{max(C, int(inside.max()) + 1)} outputs"
         )
+    return False
 
 
 def cross_entropy(
@@ -228,8 +250,9 @@ def cross_entropy(
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
     rows, targets, shape, C = _classes_last(input, target, op, "logits")
-    _check_targets(targets, C, ignore_index, op)
-    out = CrossEntropyFunction.apply(rows, targets, int(ignore_index), float(label_smoothing), reduction)
+    none_ignored = _check_targets(targets, C, ignore_index, op)
+    ignore = None if none_ignored else int(ignore_index)  # None: the node skips the masking
+    out = CrossEntropyFunction.apply(rows, targets, ignore, float(label_smoothing), reduction)
     return out.reshape(shape) if reduction == "none" else out
 
 

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from minigrad.nn import init
-from minigrad.nn.functional.linear import check_linear_input
+from minigrad.nn.functional.linear import affine, check_linear_input
 from minigrad.nn.module import Module
 from minigrad.nn.parameter import Parameter
 from minigrad.tensor import Tensor, empty

@@ -42,6 +42,28 @@ def _tap(a, i: int, j: int, stride, out_size):
     return a[:, :, i : i + sh * (Ho - 1) + 1 : sh, j : j + sw * (Wo - 1) + 1 : sw]
 
 
+def _tap_views(a, kernel_size, stride, out_size, writeable: bool = False):
+    """Every tap of every window at once: a (kh, kw, N, C, Ho, Wo) view of ``a`` (N, C, H, W)."""
+    (kh, kw), (sh, sw), (Ho, Wo) = kernel_size, stride, out_size
+    N, C = a.shape[:2]
+    sN, sC, sH, sW = a.strides
+    shape, strides = (kh, kw, N, C, Ho, Wo), (sH, sW, sN, sC, sH * sh, sW * sw)
+    if array_module(a) is np:
+        return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=writeable)
+    return array_module(a).lib.stride_tricks.as_strided(a, shape, strides)
+
+
+def _gather_taps(a, kernel_size, stride, out_size):
+    """The taps as a (kh*kw, N, C, Ho, Wo) array, one contiguous (N, C, Ho, Wo) block per tap, in ``a``'s layout."""
+    xp = array_module(a)
+    views = _tap_views(a, kernel_size, stride, out_size)
+    if is_channels_last(a):  # keep runs of channels: copy as (kh, kw, N, Ho, Wo, C)
+        taps = xp.ascontiguousarray(views.transpose(0, 1, 2, 4, 5, 3)).transpose(0, 1, 2, 5, 3, 4)
+    else:
+        taps = xp.ascontiguousarray(views)
+    return taps.reshape((-1,) + taps.shape[2:])
+
+
 def _zeros(shape, like, channels_last: bool):
     """Zeros of (N, C, H, W) ``shape`` in the memory layout the input had (so views line up)."""
     xp = array_module(like)
@@ -80,12 +102,12 @@ class MaxPool2dFunction(Function):
         padded = _pad(x, padding, -np.inf)
         xp = array_module(x)
         index_type = np.dtype(np.uint8 if kh * kw <= 256 else np.int64)
-        out = _tap(padded, 0, 0, stride, out_size).copy(order="K")  # "K": keep the input's memory layout
+        taps = _gather_taps(padded, kernel_size, stride, out_size)  # one copy; then every step is contiguous
+        out = taps[0].copy()
         argmax = xp.zeros_like(out, dtype=index_type)  # which tap holds the maximum, per output
         for k in range(1, kh * kw):  # tap k is (i, j) = (k // kw, k % kw)
-            v = _tap(padded, k // kw, k % kw, stride, out_size)
-            better = v > out  # strictly: on ties the first maximum wins, as in PyTorch
-            xp.maximum(out, v, out=out)
+            better = taps[k] > out  # strictly: on ties the first maximum wins, as in PyTorch
+            xp.maximum(out, taps[k], out=out)
             # argmax[better] = k, written as a (much faster) elementwise maximum: argmax < k so far
             xp.maximum(argmax, better * index_type.type(k), out=argmax)
         ctx.save_for_backward(argmax)

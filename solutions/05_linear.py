@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from minigrad.nn import init
-from minigrad.nn.functional.linear import check_linear_input
+from minigrad.nn.functional.linear import affine, check_linear_input
 from minigrad.nn.module import Module
 from minigrad.nn.parameter import Parameter
 from minigrad.tensor import Tensor, empty
@@ -45,10 +45,7 @@ class Linear(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         check_linear_input(x, self.in_features, f"Linear({self.in_features}, {self.out_features})")
-        out = x @ self.weight.T
-        if self.bias is not None:
-            out = out + self.bias
-        return out
+        return affine(x, self.weight, self.bias)  # x @ W.T + b as one graph node, as PyTorch's Linear does
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from minigrad.nn import init
-from minigrad.nn.functional.linear import check_linear_input
+from minigrad.nn.functional.linear import affine, check_linear_input
 from minigrad.nn.module import Module
 from minigrad.nn.parameter import Parameter
 from minigrad.tensor import Tensor, empty
@@ -42,10 +42,7 @@ class Linear(Module):
     def forward(self, x: Tensor) -> Tensor:
         check_linear_input(x, self.in_features, f"Linear({self.in_features}, {self.out_features})")
         ### BEGIN SOLUTION 5.1 | y = x @ W.T + b: self.weight is (out_features, in_features), so multiply x by its transpose (.T), then add self.bias unless it is None
-        out = x @ self.weight.T
-        if self.bias is not None:
-            out = out + self.bias
-        return out
+        return affine(x, self.weight, self.bias)  # x @ W.T + b as one graph node, as PyTorch's Linear does
         ### END SOLUTION
 
     def extra_repr(self) -> str:

@@ -104,7 +104,10 @@ class Permute(Function):
         return a.transpose(dims)
 
     def backward(ctx, grad):
-        return grad.transpose(np.argsort(ctx.dims)), None
+        inverse = [0] * len(ctx.dims)  # the permutation that undoes dims
+        for i, d in enumerate(ctx.dims):
+            inverse[d] = i
+        return grad.transpose(inverse), None
 
 
 class Expand(Function):

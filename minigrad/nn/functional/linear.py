@@ -5,21 +5,62 @@ holds the weights of output ``o``. ``x`` may have any number of leading
 dimensions; only its last one is mixed. The backward pass is the matmul's and
 the broadcast add's (chapter 04): ``dx = dy @ W``, ``dW = dy.T @ x``,
 ``db = dy`` summed over the rows.
+
+:func:`linear` computes it as **one** graph node, :class:`LinearFunction` (what
+PyTorch's ``addmm`` does), rather than three (transpose, matmul, add): fewer
+nodes to record and visit, and the bias is added in place instead of into a
+new array. The result and the gradients are the same as the composite's.
 """
 
 from __future__ import annotations
 
 from minigrad.nn.functional._utils import check_tensor
-from minigrad.tensor import ShapeError, Tensor
+from minigrad.tensor import Function, ShapeError, Tensor, get_dtype_policy
+from minigrad.tensor.grad_rules import product
 
-__all__ = ["linear", "check_linear_input"]
+__all__ = ["linear", "check_linear_input", "affine", "LinearFunction"]
+
+
+class LinearFunction(Function):
+    """``x @ W.T + b`` as one node; ``x`` is (..., in_features), ``b`` may be None."""
+
+    op = "linear"
+
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x, weight)
+        out = product(x, weight.T)
+        if bias is not None:
+            out += bias
+        return out
+
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad
+        rows = grad.reshape(-1, grad.shape[-1])  # every leading dimension is a batch dimension
+        dx = product(grad, weight) if need_x else None
+        dw = product(rows.T, x.reshape(-1, x.shape[-1])) if need_w else None  # (out, in): W's layout
+        db = rows.sum(axis=0) if need_b else None
+        return dx, dw, db
+
+
+def affine(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    """``x @ weight.T + bias`` without argument checks: one :class:`LinearFunction` node.
+
+    Operands of different dtypes take the composite path, whose ops promote
+    them (unless a dtype policy is installed: it casts the node's operands).
+    """
+    dtype = weight._data.dtype
+    if (x._data.dtype == dtype and (bias is None or bias._data.dtype == dtype)) or get_dtype_policy() is not None:
+        return LinearFunction.apply(x, weight, bias)
+    out = x @ weight.T
+    return out if bias is None else out + bias
 
 
 def check_linear_input(x: Tensor, in_features: int, who: str) -> None:
     """Raise a ShapeError naming the layer, the shapes and a fix when x's last dimension is not ``in_features``."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{who}: the input must be a Tensor, got {type(x).__name__}; wrap it with minigrad.tensor.tensor(...)")
-    shape = tuple(x.shape)
+    shape = x._data.shape
     if shape and shape[-1] == in_features:
         return
     if not shape:
@@ -42,7 +83,6 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if weight.ndim != 2:
         raise ShapeError(f"linear: weight must be (out_features, in_features), got shape {tuple(weight.shape)}")
     check_linear_input(input, weight.shape[1], f"linear (weight {tuple(weight.shape)})")
-    out = input @ weight.T
     if bias is not None:
-        out = out + bias
-    return out
+        check_tensor(bias, "bias", "linear")
+    return affine(input, weight, bias)
