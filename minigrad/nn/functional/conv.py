@@ -46,7 +46,8 @@ Either way the output has the input's memory format, PyTorch's rule: a
 contiguous (N, C, H, W) input gives a contiguous output (so ``out.view(N, -1)``
 works as in PyTorch), a channels-last input a channels-last one. In the
 backward pass ``dcols`` is computed tap by tap, so that each of col2im's
-``kh*kw`` adds reads one contiguous block. The bias gradient, a column sum of a
+``kh*kw`` adds reads one contiguous block, and with ``cols`` stored taps first
+``dW2`` is summed image by image, which needs no transposing copy of ``G``. The bias gradient, a column sum of a
 tall, narrow matrix, is a matrix-vector product with a vector of ones: BLAS does
 it ~10x faster than NumPy's ``sum(axis=0)`` on such a shape. The node saves
 ``cols`` (``kh*kw`` times the input's size: the price of one big matrix

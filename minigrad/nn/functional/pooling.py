@@ -16,6 +16,12 @@ output), for average pooling to every element of the window, divided by the
 window's size. Overlapping windows (stride < kernel) make an input element
 receive from several outputs, so the taps are *added* into the gradient.
 
+Speed: an op on a strided tap reads one number in every ``sw``, which NumPy
+does ~7x slower than a contiguous run. Max pooling therefore gathers the taps
+once, with one copy, into a ``(kh*kw, N, C, Ho, Wo)`` array and runs its loop on
+contiguous blocks; when windows do not overlap its backward writes every tap
+of the gradient in one op, through a ``(kh, kw, N, C, Ho, Wo)`` view.
+
 Padding: max pooling pads with ``-inf`` (a padded element never wins), average
 pooling with zeros (``count_include_pad`` chooses whether the padded zeros
 count in the divisor). ``dilation``, ``ceil_mode`` and ``return_indices`` are not
