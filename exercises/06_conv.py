@@ -60,17 +60,17 @@ product, a trade-off chapter 08 measures) and the weight.
 
 from __future__ import annotations
 
-import numpy as np
-
 from minigrad.nn.functional._utils import (
+    as_strided,
     check_float,
     check_same_dtype,
     check_tensor,
+    in_memory_format,
     is_channels_last,
-    matmul_acc32,
     pair,
 )
 from minigrad.tensor import Function, ShapeError, Tensor, array_module
+from minigrad.tensor.grad_rules import product
 
 __all__ = [
     "conv2d", "im2col", "col2im", "conv_output_size", "check_conv_input", "Conv2dFunction", "taps_first",
@@ -90,14 +90,6 @@ def taps_first(channels: int, out_width: int) -> bool:
     contiguous run to copy than a window's channels (``channels`` numbers).
     """
     return channels < out_width
-
-
-def as_strided(x, shape, strides):
-    """A read-only view of ``x``'s memory with the given shape and strides (in bytes); NumPy or CuPy."""
-    xp = array_module(x)
-    if xp is np:
-        return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=False)
-    return xp.lib.stride_tricks.as_strided(x, shape, strides)  # CuPy has no writeable flag
 
 
 def pad_input(x, padding: tuple[int, int], channels_last: bool):
@@ -191,10 +183,10 @@ def weight_gradient(grad, cols, g=None):
     N, O, Ho, Wo = grad.shape
     if cols.flags.f_contiguous and not cols.flags.c_contiguous and grad.flags.c_contiguous:
         P = Ho * Wo
-        per_image = matmul_acc32(grad.reshape(N, O, P), cols.T.reshape(-1, N, P).transpose(1, 2, 0))  # (N, O, K)
+        per_image = product(grad.reshape(N, O, P), cols.T.reshape(-1, N, P).transpose(1, 2, 0))  # (N, O, K)
         return per_image.sum(axis=0)
     g = output_rows(grad) if g is None else g
-    return matmul_acc32(cols.T, g).T  # computed as (cols.T @ g).T, the order BLAS runs faster
+    return product(cols.T, g).T  # computed as (cols.T @ g).T, the order BLAS runs faster
 
 
 def bias_gradient(grad):
@@ -206,10 +198,10 @@ def bias_gradient(grad):
     N, O, Ho, Wo = grad.shape
     xp = array_module(grad)
     if grad.flags.c_contiguous:  # each (image, channel) is a contiguous row of Ho*Wo numbers
-        per_channel = matmul_acc32(grad.reshape(N * O, Ho * Wo), xp.ones(Ho * Wo, dtype=grad.dtype))
+        per_channel = product(grad.reshape(N * O, Ho * Wo), xp.ones(Ho * Wo, dtype=grad.dtype))
         return per_channel.reshape(N, O).sum(axis=0)
     g = output_rows(grad)
-    return matmul_acc32(xp.ones(g.shape[0], dtype=g.dtype), g)
+    return product(xp.ones(g.shape[0], dtype=g.dtype), g)
 
 
 def cols_gradient(grad, weight, g=None):
@@ -226,23 +218,15 @@ def cols_gradient(grad, weight, g=None):
     if taps_first(C, Wo):
         w2 = weight.transpose(0, 2, 3, 1).reshape(O, kh * kw * C)
         if grad.flags.c_contiguous:
-            d = matmul_acc32(w2.T, grad.reshape(N, O, Ho * Wo))  # (N, kh*kw*C, Ho*Wo)
+            d = product(w2.T, grad.reshape(N, O, Ho * Wo))  # (N, kh*kw*C, Ho*Wo)
             return d.reshape(N, kh, kw, C, Ho, Wo).transpose(0, 4, 5, 1, 2, 3)
         g = output_rows(grad) if g is None else g
-        d = matmul_acc32(w2.T, g.T)  # (kh*kw*C, N*Ho*Wo)
+        d = product(w2.T, g.T)  # (kh*kw*C, N*Ho*Wo)
         return d.reshape(kh, kw, C, N, Ho, Wo).transpose(3, 4, 5, 0, 1, 2)
     g = output_rows(grad) if g is None else g
     w_taps = weight.transpose(2, 3, 0, 1).reshape(kh * kw, O, C)
-    d = matmul_acc32(g, w_taps)  # (kh*kw, N*Ho*Wo, C)
+    d = product(g, w_taps)  # (kh*kw, N*Ho*Wo, C)
     return d.reshape(kh, kw, N, Ho, Wo, C).transpose(2, 3, 4, 0, 1, 5)
-
-
-def _in_format(a, channels_last: bool):
-    """``a`` (N, C, H, W) stored channels-last or contiguous, as asked (copied only when it is not already)."""
-    xp = array_module(a)
-    if channels_last:
-        return a if is_channels_last(a) else xp.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
-    return xp.ascontiguousarray(a)
 
 
 class Conv2dFunction(Function):
@@ -259,19 +243,19 @@ class Conv2dFunction(Function):
         cols = im2col(padded, (kh, kw), stride, dilation)  # (N*Ho*Wo, kh*kw*C)
         w2 = weight.transpose(0, 2, 3, 1).reshape(O, kh * kw * C)  # taps ordered (i, j, c) like cols
         if cols.flags.c_contiguous:  # window by window: the product is (N, Ho, Wo, O), channels-last
-            out = matmul_acc32(cols, w2.T)
+            out = product(cols, w2.T)
             if bias is not None:
                 out += bias
             out = out.reshape(N, Ho, Wo, O).transpose(0, 3, 1, 2)
         else:  # tap by tap: one (O, K) @ (K, Ho*Wo) product per image gives (N, O, Ho, Wo) directly
-            out = matmul_acc32(w2, cols.T.reshape(-1, N, Ho * Wo).transpose(1, 0, 2))
+            out = product(w2, cols.T.reshape(-1, N, Ho * Wo).transpose(1, 0, 2))
             if bias is not None:
                 out += bias[:, None]
             out = out.reshape(N, O, Ho, Wo)
         ctx.save_for_backward(cols, weight)
         ctx.geometry = (x.shape, padded.shape, (kh, kw), stride, padding, dilation)
         ctx.channels_last = is_channels_last(x) and C > 1
-        return _in_format(out, ctx.channels_last)  # PyTorch's rule: the output has the input's memory format
+        return in_memory_format(out, ctx.channels_last)  # PyTorch's rule: the output has the input's memory format
 
     def backward(ctx, grad):
         cols, weight = ctx.saved_tensors
@@ -282,7 +266,7 @@ class Conv2dFunction(Function):
         # TODO Exercise 6.2
         raise NotImplementedError('Exercise 6.2: with g = output_rows(grad), (N*Ho*Wo, O), as for Linear: dW2 = g.T @ cols, reshaped (O, kh, kw, C) and transposed back to (O, C, kh, kw); db = g summed over rows; dx = col2im(g @ w2, ...) with w2 = weight.transpose(0, 2, 3, 1).reshape(O, -1) (taps ordered like cols), and the padding cropped off')
         if dx is not None:  # in the input's memory layout, like the input
-            dx = _in_format(dx, ctx.channels_last)
+            dx = in_memory_format(dx, ctx.channels_last)
         return dx, dw, db, None, None, None
 
 

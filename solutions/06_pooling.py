@@ -36,7 +36,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from minigrad.nn.functional._utils import check_float, check_tensor, is_channels_last, pair
+from minigrad.nn.functional._utils import (
+    as_strided,
+    check_float,
+    check_tensor,
+    in_memory_format,
+    is_channels_last,
+    pair,
+)
 from minigrad.tensor import Function, ShapeError, Tensor, array_module
 
 __all__ = ["max_pool2d", "avg_pool2d", "MaxPool2dFunction", "AvgPool2dFunction"]
@@ -53,10 +60,7 @@ def _tap_views(a, kernel_size, stride, out_size, writeable: bool = False):
     (kh, kw), (sh, sw), (Ho, Wo) = kernel_size, stride, out_size
     N, C = a.shape[:2]
     sN, sC, sH, sW = a.strides
-    shape, strides = (kh, kw, N, C, Ho, Wo), (sH, sW, sN, sC, sH * sh, sW * sw)
-    if array_module(a) is np:
-        return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=writeable)
-    return array_module(a).lib.stride_tricks.as_strided(a, shape, strides)
+    return as_strided(a, (kh, kw, N, C, Ho, Wo), (sH, sW, sN, sC, sH * sh, sW * sw), writeable=writeable)
 
 
 def _gather_taps(a, kernel_size, stride, out_size):
@@ -77,15 +81,6 @@ def _zeros(shape, like, channels_last: bool):
         N, C, H, W = shape
         return xp.zeros((N, H, W, C), dtype=like.dtype).transpose(0, 3, 1, 2)
     return xp.zeros(shape, dtype=like.dtype)
-
-
-def _in_layout(a, like):
-    """``a`` stored in the same memory layout as ``like`` (copied if needed), so elementwise ops between them are fast."""
-    if is_channels_last(a) == is_channels_last(like):
-        return a
-    out = array_module(a).empty_like(like, dtype=a.dtype)
-    out[...] = a
-    return out
 
 
 def _pad(x, padding, value):
@@ -109,7 +104,7 @@ class MaxPool2dFunction(Function):
         xp = array_module(x)
         index_type = np.dtype(np.uint8 if kh * kw <= 256 else np.int64)
         taps = _gather_taps(padded, kernel_size, stride, out_size)  # one copy; then every step is contiguous
-        out = taps[0].copy()
+        out = taps[0].copy(order="K")  # "K": keep the input's memory layout
         argmax = xp.zeros_like(out, dtype=index_type)  # which tap holds the maximum, per output
         for k in range(1, kh * kw):  # tap k is (i, j) = (k // kw, k % kw)
             better = taps[k] > out  # strictly: on ties the first maximum wins, as in PyTorch
@@ -123,7 +118,7 @@ class MaxPool2dFunction(Function):
     def backward(ctx, grad):
         (argmax,) = ctx.saved_tensors
         x_shape, padded_shape, channels_last, (kh, kw), stride, (ph, pw), out_size = ctx.geometry
-        grad = _in_layout(grad, argmax)
+        grad = in_memory_format(grad, is_channels_last(argmax))  # like argmax, so elementwise ops between them are fast
         dx = _zeros(padded_shape, grad, channels_last)
         xp = array_module(grad)
         if stride[0] >= kh and stride[1] >= kw:  # windows do not overlap: write every tap at once

@@ -630,10 +630,7 @@ class Tensor:
     @property
     def T(self):
         """All dimensions reversed (the matrix transpose for 2-D tensors)."""
-        ndim = self._data.ndim
-        if ndim == 2:  # the matrix transpose, on every Linear layer's forward: skip permute's checks
-            return _shape.Permute.apply(self, (1, 0))
-        return _shape.permute(self, *range(ndim - 1, -1, -1))
+        return _shape.permute(self, *range(self._data.ndim - 1, -1, -1))
 
     @property
     def mT(self):

@@ -91,6 +91,9 @@ def test_conv2d_output_keeps_the_input_memory_format(rng):
     x_cl = mt.tensor(np.ascontiguousarray(x.numpy().transpose(0, 2, 3, 1))).permute(0, 3, 1, 2)
     out_cl = layer(x_cl)
     assert not out_cl.is_contiguous() and out_cl.stride(1) == 1
+    pooled_cl = nn.MaxPool2d(2)(nn.ReLU()(out_cl))  # pooling keeps the memory format too
+    assert pooled_cl.stride(1) == 1
+    np.testing.assert_array_equal(pooled_cl.detach().numpy(), pooled.detach().numpy())
     np.testing.assert_allclose(out_cl.detach().numpy(), out.detach().numpy(), rtol=1e-5, atol=1e-6)
     model = nn.Sequential(nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 5, 3), nn.AvgPool2d(2), nn.Flatten())
     y = model(out_cl)

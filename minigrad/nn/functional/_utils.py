@@ -1,12 +1,14 @@
-"""Small helpers shared by the functional ops: argument normalisation, checks, float16 matmul."""
+"""Small helpers shared by the functional ops: argument normalisation, checks, strided views and memory formats."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from minigrad.tensor import DTypeError, Tensor, get_dtype_policy
+from minigrad.tensor import DTypeError, Tensor, array_module, get_dtype_policy
 
-__all__ = ["pair", "matmul_acc32", "check_tensor", "check_float", "check_same_dtype", "is_channels_last"]
+__all__ = [
+    "pair", "check_tensor", "check_float", "check_same_dtype", "is_channels_last", "in_memory_format", "as_strided",
+]
 
 
 def pair(value, name: str, op: str) -> tuple[int, int]:
@@ -16,13 +18,6 @@ def pair(value, name: str, op: str) -> tuple[int, int]:
     if isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, (int, np.integer)) for v in value):
         return int(value[0]), int(value[1])
     raise TypeError(f"{op}: {name} must be an int or a pair of ints (height, width), got {value!r}")
-
-
-def matmul_acc32(a, b):
-    """``a @ b``; float16 arrays on the CPU are multiplied in float32 (NumPy's float16 matmul is ~200x slower)."""
-    if a.dtype == np.float16 and isinstance(a, np.ndarray):
-        return (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
-    return a @ b
 
 
 def check_tensor(x, name: str, op: str) -> Tensor:
@@ -59,3 +54,19 @@ def check_same_dtype(op: str, **tensors) -> None:
 def is_channels_last(a) -> bool:
     """True when an (N, C, H, W) array stores its channels innermost, i.e. it is an (N, H, W, C) array in memory."""
     return a.ndim == 4 and (a.shape[1] == 1 or a.strides[1] == a.itemsize)
+
+
+def in_memory_format(a, channels_last: bool):
+    """``a`` (N, C, H, W) stored channels-last or contiguous, as asked (copied only when it is not already)."""
+    xp = array_module(a)
+    if channels_last:
+        return a if is_channels_last(a) else xp.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    return xp.ascontiguousarray(a)
+
+
+def as_strided(x, shape, strides, writeable: bool = False):
+    """A view of ``x``'s memory with the given shape and strides (in bytes); NumPy or CuPy (always writeable)."""
+    xp = array_module(x)
+    if xp is np:
+        return np.lib.stride_tricks.as_strided(x, shape, strides, writeable=writeable)
+    return xp.lib.stride_tricks.as_strided(x, shape, strides)  # CuPy has no writeable flag
