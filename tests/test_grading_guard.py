@@ -61,6 +61,7 @@ SCRIPT = textwrap.dedent(
     attempt("gc.get_objects", gc.get_objects)
     attempt("gc.get_referrers", lambda: gc.get_referrers(g))
     attempt("gc.get_referents", lambda: gc.get_referents(g))
+    attempt("os.kill the parent", lambda: os.kill(os.getppid(), 0))
     attempt("sys.settrace", lambda: sys.settrace(None))
     attempt("sys.setprofile", lambda: sys.setprofile(None))
     attempt("threading.settrace", lambda: threading.settrace(print))
@@ -82,7 +83,7 @@ REFUSED = [
     "open", "open for writing", "io.open_code", "os.open", "open through a symlink", "open under solutions/",
     "open the channel fd", "open /proc/self/fd", "open /dev/fd", "import minigrad.grading", "import _thread again",
     "subprocess", "os.system", "os.execv", "os.spawnv", "os.posix_spawn", "os.fork", "ctypes",
-    "gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile",
+    "gc.get_objects", "gc.get_referrers", "gc.get_referents", "os.kill the parent", "sys.settrace", "sys.setprofile",
     "threading.settrace", "threading.setprofile", "start a thread",
 ]
 ALLOWED = ["the harness's own profile", "open an unrelated file", "import an unrelated module"]

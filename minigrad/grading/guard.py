@@ -18,6 +18,7 @@ library runs on it.
 - ``subprocess``/``os.system``/``os.exec*``/``os.spawn*``/``os.posix_spawn``/
   ``os.fork``/``pty.spawn``, loading libraries with ``ctypes``;
 - ``gc.get_objects``/``get_referrers``/``get_referents``;
+- ``os.kill``/``os.killpg`` of any other process (the grader, for one);
 - ``sys.settrace``/``sys.setprofile`` except by the harness (and
   ``threading.settrace``/``setprofile``, starting threads).
 
@@ -121,6 +122,8 @@ class Guard:
             name = args[0]
             if name == "_thread" or name.startswith("minigrad.grading"):
                 self._refuse(f"import {name}")
+        elif event in ("os.kill", "os.killpg") and args[0] not in (os.getpid(), os.getpgid(0)):
+            self._refuse(f"signal process {args[0]} (only your own process)")
         elif event in ("sys.settrace", "sys.setprofile") and not self._harness:
             self._refuse(f"call {event} (the grader measures how deep your functions recurse)")
 

@@ -1,8 +1,18 @@
-"""Grade a learner's file: each exercise's checks run in their own sandboxed process.
+"""Grade a learner's file: the checks run here, the learner's code in one sandboxed child per exercise.
 
-One process per exercise means an infinite loop or a crash in one exercise
-costs only that exercise's points. Scores are ``points * passed / checks``;
-the maximum always comes from the manifest.
+The trust boundary: this process imports the (trusted) check modules, chooses
+every input, and computes every verdict; it never imports or runs the
+submission. The child (:mod:`minigrad.grading.child`) loads the submission and
+only answers probe requests, one at a time, over a pipe, with plain data
+(:mod:`minigrad.grading.wire`). Whatever it sends can only be an answer: the
+checks compare answers with the library's reference and with finite
+differences computed here, so only correct answers score. The checks that
+exist and the points come from this process's own import of the check module
+and from the manifest, never from the child.
+
+One child per exercise means an infinite loop or a crash in one exercise
+costs only that exercise's points. Scores are ``points * passed / checks``
+(0 if a ``required`` check fails); the maximum always comes from the manifest.
 """
 
 from __future__ import annotations
@@ -27,8 +37,6 @@ from minigrad.grading.probing import Learner, LearnerError, check_seed, checks_i
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MEMORY_MB = 2048
 MIN_MEMORY_MB = 512  # the child imports NumPy and the library before it runs any of the learner's code
-
-_PYTEST_INI = "[pytest]\naddopts = -p no:cacheprovider\n"
 
 
 
@@ -76,6 +84,10 @@ class ChildGone(Exception):
         self.timed_out = timed_out
 
 
+class LoadError(LearnerError):
+    """The submission could not be loaded (same for every seed)."""
+
+
 class ProtocolError(Exception):
     """The answer channel carried something other than one well-formed answer per request."""
 
@@ -84,19 +96,23 @@ class _Channel:
     """The parent's end of the grading channel: one request, then exactly one answer, before the deadline."""
 
     def __init__(self, requests_fd: int, answers_fd: int, deadline: float, timeout: float):
-        self.requests, self.answers, self.deadline, self.timeout = requests_fd, answers_fd, deadline, timeout
+        self.requests, self.answers, self.timeout = requests_fd, answers_fd, timeout
+        self.budget = deadline - time.monotonic()  # seconds of waiting for the child left (the checks' own time is free)
         self.session = 0
         self.broken: Exception | None = None
 
     def _read(self) -> dict:
+        start = time.monotonic()
         try:
-            return wire.read_frame(self.answers, self.deadline)
+            return wire.read_frame(self.answers, start + self.budget)
         except wire.ChannelTimeout:
             self.broken = ChildGone(f"timed out after {self.timeout:g} s (an infinite loop?)", True)
         except (wire.ChannelClosed, OSError):
             self.broken = ChildGone("did not finish: the process died (sys.exit/os._exit/crash?)", False)
         except wire.WireError as err:
             self.broken = ProtocolError(f"the answer channel carried a malformed frame: {err}")
+        finally:
+            self.budget -= time.monotonic() - start
         raise self.broken
 
     def hello(self, nonce: str) -> dict:
@@ -150,69 +166,11 @@ class _Channel:
             return
         try:
             wire.write_frame(self.requests, {"bye": "bye"})
-            frame = wire.read_frame(self.answers, min(self.deadline, time.monotonic() + 5))
+            frame = wire.read_frame(self.answers, time.monotonic() + max(0.0, min(self.budget, 5.0)))
         except (OSError, EOFError, TimeoutError, wire.WireError):
             return
         if frame != {"bye": "bye"}:
             self.broken = ProtocolError("the answer channel carried an answer for a request the grader never made")
-
-
-def _read_results(path: Path) -> tuple[list[str] | None, dict[str, tuple[bool, str]]]:
-    collected, outcome = None, {}
-    if not path.exists():
-        return collected, outcome
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if entry.get("event") == "collected":
-            collected = entry["tests"]
-        elif entry.get("event") == "result":
-            ok, message = outcome.get(entry["test"], (True, ""))
-            passed = ok and entry["outcome"] == "passed"
-            outcome[entry["test"]] = (passed, message or entry.get("message", ""))
-    return collected, outcome
-
-
-def _grade_with_pytest(ch: Part, exercise: Exercise, file: Path, timeout: float, memory_mb: int) -> ExerciseResult:
-    with tempfile.TemporaryDirectory(prefix="minigrad-grade-") as tmp:
-        tmp = Path(tmp)
-        (tmp / "pytest.ini").write_text(_PYTEST_INI)
-        results = tmp / "results.jsonl"
-        env = dict(os.environ, MINIGRAD_SUBMISSION=str(file), MINIGRAD_RESULTS=str(results))
-        env.pop("PYTEST_ADDOPTS", None)
-        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only our plugin: faster start, no surprises
-        command = [
-            sys.executable, "-m", "pytest", str(ch.checks),
-            "-c", str(tmp / "pytest.ini"), "--rootdir", str(tmp),
-            "-p", "minigrad.grading.pytest_plugin", "--exercise", exercise.id,
-            "-q", "--tb=short", "--no-header",
-        ]
-        run = sandbox.run(command, timeout=timeout, memory_mb=memory_mb, env=env, cwd=tmp, log_path=tmp / "log.txt")
-        collected, outcome = _read_results(results)
-
-    if not collected:
-        why = f"timed out after {timeout:g} s" if run.timed_out else "the checks could not start"
-        return ExerciseResult(exercise, 0.0, "timeout" if run.timed_out else "crashed", f"{why}\n{_tail(run.output)}")
-    passed = sum(1 for test in collected if outcome.get(test, (False, ""))[0])
-    score = round(exercise.points * passed / len(collected), 2)
-    messages = []
-    for test in collected:
-        ok, message = outcome.get(test, (False, ""))
-        if not ok:
-            name = test.split("::")[-1]
-            if test not in outcome:
-                message = f"timed out after {timeout:g} s (an infinite loop?)" if run.timed_out else "did not finish: the process died (sys.exit/os._exit/crash?)"
-            messages.append(f"{name}: {message}")
-    if run.timed_out:
-        status = "timeout"
-    elif passed == len(collected):
-        status = "passed"
-    else:
-        status = "partial" if passed else "failed"
-    return ExerciseResult(exercise, score, status, "\n".join(messages), passed, len(collected))
-
 
 
 def module_name(part: Part) -> str:
@@ -238,7 +196,7 @@ def _child_config(part: Part, file: Path, requests: int, answers: int, nonce: st
 
 
 def _failure(check, err: BaseException, seed: int) -> str:
-    if isinstance(err, (ChildGone, ProtocolError)):
+    if isinstance(err, (ChildGone, ProtocolError, LoadError)):
         return f"{check.__name__}: {err}"
     if isinstance(err, AssertionError):
         message = str(err) or "assertion failed"
@@ -252,8 +210,8 @@ def _failure(check, err: BaseException, seed: int) -> str:
 def grade_exercise(part: Part, exercise: Exercise, file: Path, timeout: float, memory_mb: int, seed: int | None = None) -> ExerciseResult:
     """Run the exercise's checks here, with the submission answering probes in a sandboxed child."""
     checks = checks_in(_check_module(part), exercise.id)
-    if not checks:  # a check module still written as pytest tests
-        return _grade_with_pytest(part, exercise, file, timeout, memory_mb)
+    if not checks:
+        raise RuntimeError(f"exercise {exercise.id} has no checks in {part.checks.name}")
     seed = random.SystemRandom().randrange(2**32) if seed is None else seed
     source = file.read_text(errors="replace")
     nonce = secrets.token_hex(12)
@@ -277,7 +235,7 @@ def grade_exercise(part: Part, exercise: Exercise, file: Path, timeout: float, m
             try:
                 hello = channel.hello(nonce)
                 if "error" in hello:
-                    load_error = LearnerError(f"could not load your file: {hello['error']}", hello.get("where"))
+                    load_error = LoadError(f"could not load your file: {hello['error']}", hello.get("where"))
             except (ChildGone, ProtocolError):
                 pass
             learner = Learner(channel.ask, source, file)

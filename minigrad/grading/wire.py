@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 
-MAX_FRAME = 256 * 2**20
+MAX_FRAME = 64 * 2**20
 MAX_DEPTH = 32
 MAX_INT = 2**64
 DTYPES = frozenset(
