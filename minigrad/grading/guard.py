@@ -140,7 +140,10 @@ def seal(guard: Guard) -> None:
     for name in [n for n in sys.modules if n.startswith("minigrad.grading")]:
         del sys.modules[name]
     threading.settrace = threading.setprofile = _refuse_threads
-    threading._start_new_thread = _thread.start_new_thread = _refuse_threads
+    for module in (threading, _thread):  # the name changed across Python versions
+        for name in ("_start_new_thread", "start_new_thread", "start_new", "_start_joinable_thread", "start_joinable_thread"):
+            if hasattr(module, name):
+                setattr(module, name, _refuse_threads)
     guard.sealed = True
 
 
