@@ -112,6 +112,13 @@ class Learner:
         return functools.partial(self.call, name)
 
 
+def sequence(x, what: str):
+    """(child side) ``x`` if it is exactly a list or tuple; never trust a look-alike's ``__len__``/``__iter__``."""
+    if type(x) not in (list, tuple):
+        raise TypeError(f"{what} must be a list or tuple, got {type(x).__name__}")
+    return x
+
+
 def must_raise(learner_call, names: tuple[str, ...], what: str) -> LearnerError:
     """``learner_call()`` must raise one of the exception types ``names``; say what it returned otherwise."""
     try:

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from minigrad.grading.probing import exercise, probe
+from minigrad.grading.probing import exercise, probe, sequence
 from minigrad.grading.recursion import require_iterative
 
 # ------------------------------------------------------------------ expressions
@@ -48,7 +48,7 @@ def _graph_of(root):
     i = 0
     while i < len(nodes):
         row = []
-        for child in nodes[i]._children:
+        for child in sequence(nodes[i]._children, "Value._children"):
             if id(child) not in index:
                 index[id(child)] = len(nodes)
                 nodes.append(child)
@@ -70,7 +70,7 @@ def build(submission, state, name, xs, constants):
     return {
         "data": [n.data for n in nodes],
         "children": children,
-        "local": [list(n._local_grads) for n in nodes],
+        "local": [list(sequence(n._local_grads, "Value._local_grads")) for n in nodes],
         "leaves": [index.get(id(leaf), -1) for leaf in leaves],
     }
 
@@ -238,6 +238,7 @@ def _answer_order(root, order):
     """The learner's order as indices of ``_graph_of(root)`` (-1: an object that is not a node of the graph)."""
     nodes, children = _graph_of(root)
     index = {id(n): i for i, n in enumerate(nodes)}
+    order = sequence(order, "topological_order's result")
     return {"children": children, "order": np.array([index.get(id(n), -1) for n in order], dtype=np.int64)}
 
 

@@ -9,7 +9,7 @@ numbers; the expected values and the finite differences are computed here.
 import math
 import random
 
-from minigrad.grading.probing import exercise, probe
+from minigrad.grading.probing import exercise, probe, sequence
 
 ACTIVATIONS = {
     "linear": lambda z: z,
@@ -92,7 +92,7 @@ def test_neuron_gradients_reach_weights_bias_and_inputs(learner, rng):
 def _indices(params, canonical):
     """Each parameter as its index among ``canonical`` (-1: not one of the model's own Values)."""
     index = {id(p): i for i, p in enumerate(canonical)}
-    return [index.get(id(p), -1) for p in params]
+    return [index.get(id(p), -1) for p in sequence(params, "parameters()")]
 
 
 @probe
@@ -115,7 +115,7 @@ def mlp_parameters(submission, state, nin, sizes, seed):
     return {
         "indices": _indices(params, canonical),
         "all_values": all(isinstance(p, Value) for p in params),
-        "count_2_16_16_1": len(submission.MLP(2, [16, 16, 1]).parameters()),
+        "count_2_16_16_1": len(sequence(submission.MLP(2, [16, 16, 1]).parameters(), "parameters()")),
     }
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad.grading.checks._tensors import analytic as _analytic
-from minigrad.grading.probing import exercise, probe
+from minigrad.grading.probing import exercise, probe, sequence
 from minigrad.grading.recursion import require_iterative
 
 # ---------------------------------------------------------------- helpers
@@ -474,6 +474,7 @@ def _graph_of(root):
 def _answer_order(root, order):
     nodes, parents = _graph_of(root)
     index = {id(n): i for i, n in enumerate(nodes)}
+    order = sequence(order, "topological_order's result")
     return {"parents": parents, "order": np.array([index.get(id(n), -1) for n in order], dtype=np.int64)}
 
 
