@@ -114,6 +114,8 @@ def test_hostile_submission_costs_only_its_points(tmp_path):
         ("raise RuntimeError('broken at import')\n", "broken at import"),
         ("def f(:\n", "SyntaxError"),
         ("import sys\nsys.exit(0)\n", "SystemExit"),
+        ("import os\nos._exit(3)\n", "the process died"),
+        ("import os\nwhile True:\n    os.fork()\n", "PermissionError"),  # a fork bomb
     ],
 )
 def test_broken_files_score_zero_with_a_reason(tmp_path, source, expected):
