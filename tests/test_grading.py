@@ -207,6 +207,13 @@ def test_a_file_of_another_chapter_is_named_as_such():
         grade("04", ROOT / "solutions" / "03_tensors.py", show=False)
 
 
+def test_a_misnamed_file_in_a_folder_of_submissions_scores_zero_with_the_reason(tmp_path):
+    (tmp_path / "02_neural_nets_from_scalars.py").write_text((ROOT / "solutions" / "01_scalar_autograd.py").read_text())
+    [result] = grade("02", folder=tmp_path, show=False)
+    assert result.score == 0 and result.max_score == 10
+    assert all("does not look like chapter 02's" in r.output for r in result.exercises)
+
+
 def test_seed_replays_a_run(tmp_path):
     path = tmp_path / "03_wrong.py"
     text = (ROOT / "solutions" / "03_tensors.py").read_text()

@@ -40,7 +40,8 @@ def grade(
     which = "all" if str(which) == "all" else str(which)
     files = resolve_files(which, file, folder, reference)
     seed = random.SystemRandom().randrange(2**32) if seed is None else seed
-    results = [grade_part(p, f, timeout=timeout, memory_mb=memory_mb, seed=seed) for p, f in files]
+    strict = file is not None  # a file named by the user; a folder of submissions is graded file by file
+    results = [grade_part(p, f, timeout=timeout, memory_mb=memory_mb, seed=seed, strict=strict) for p, f in files]
     if show:
         print(table(results), end="")
     if json_path is not None:

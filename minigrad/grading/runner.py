@@ -283,16 +283,26 @@ def grade_part(
     timeout: float = DEFAULT_TIMEOUT,
     memory_mb: int = DEFAULT_MEMORY_MB,
     seed: int | None = None,
+    strict: bool = True,
 ) -> PartResult:
-    """Grade one exercise file (default: ``exercises/NN_*.py`` found from the current folder)."""
+    """Grade one exercise file (default: ``exercises/NN_*.py`` found from the current folder).
+
+    A file that looks like another chapter's raises ValueError if ``strict``, else scores 0 saying so.
+    """
     check_limits(timeout, memory_mb)
     path = Path(file).resolve() if file else find_exercise_file(part)
     if path.is_dir():
         raise ValueError(f"--file {file}: is a folder; pass the exercise file itself (e.g. --file {Path(file) / part.file}) or use --dir {file}")
     if not path.is_file():
         raise FileNotFoundError(f"grade {part.chapter}: no such file {path}")
-    check_file_matches(part, path)
     result = PartResult(part, path)
+    try:
+        check_file_matches(part, path)
+    except ValueError as err:
+        if strict:
+            raise
+        result.exercises = [ExerciseResult(e, 0.0, "failed", str(err), 0, 0, seed) for e in part.exercises]
+        return result
     for exercise in part.exercises:
         result.exercises.append(grade_exercise(part, exercise, path, timeout, memory_mb, seed))
     return result
