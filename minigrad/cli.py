@@ -9,16 +9,24 @@ from pathlib import Path
 
 def _grade(args) -> int:
     from minigrad.grading import grade
+    from minigrad.grading.runner import check_limits
 
     try:
-        grade(
+        check_limits(args.timeout, args.memory_mb)
+        if args.file is not None and Path(args.file).is_dir():
+            raise ValueError(
+                f"--file {args.file}: is a folder; pass one exercise file (e.g. --file {Path(args.file) / 'NN_name.py'}) "
+                f"or grade a folder of exercise files with --dir {args.file}"
+            )
+        results = grade(
             args.chapter, args.file, folder=args.dir, reference=args.reference,
-            timeout=args.timeout, memory_mb=args.memory_mb, json_path=args.json,
+            timeout=args.timeout, memory_mb=args.memory_mb, json_path=args.json, seed=args.seed,
         )
     except (FileNotFoundError, ValueError) as err:
         print(f"minigrad grade: {err}", file=sys.stderr)
         return 2
-    return 0
+    failed = any(r.score < r.max_score for part in results for r in part.exercises)
+    return 1 if failed and not args.exit_zero else 0
 
 
 def _exercises(args) -> int:
@@ -66,7 +74,9 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--reference", action="store_true", help="grade the library's own reference code")
     g.add_argument("--json", metavar="PATH", help="also write Gradescope's results.json to PATH")
     g.add_argument("--timeout", type=float, default=60.0, help="seconds allowed per exercise (default 60)")
-    g.add_argument("--memory-mb", type=int, default=2048, help="memory limit per exercise in MB (default 2048)")
+    g.add_argument("--memory-mb", type=int, default=2048, help="memory limit per exercise in MB (default 2048, at least 512)")
+    g.add_argument("--seed", type=int, help="replay the random inputs of a run (a failing check prints its seed)")
+    g.add_argument("--exit-zero", action="store_true", help="exit with status 0 even when a check fails (default: 1)")
     g.set_defaults(run=_grade)
 
     e = sub.add_parser("exercises", help="generate exercises/ and solutions/ from the library")
