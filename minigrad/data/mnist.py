@@ -42,8 +42,8 @@ class MNISTNotFound(FileNotFoundError):
 
     ``missing``: the file names; ``folders``: where they were looked for;
     ``download_errors``: why each download failed (empty with ``download=False``).
-    :meth:`explain` words the message with another way to get the subset
-    (the command line says ``--subset``).
+    :meth:`explain` words the message for another interface (the command
+    line says ``--subset`` and ``--no-download``).
     """
 
     SUBSET_HINT = "or use MNIST(subset=True) for the small copy shipped with minigrad"
@@ -55,12 +55,12 @@ class MNISTNotFound(FileNotFoundError):
     def __reduce__(self):
         return type(self), (self.missing, self.folders, self.root, self.download_errors)
 
-    def explain(self, subset_hint: str = SUBSET_HINT) -> str:
+    def explain(self, subset_hint: str = SUBSET_HINT, no_download: str = "download=False") -> str:
         looked = "\n  ".join(str(p) for p in self.folders)
         why = (
             "\nDownloads failed:\n" + "\n".join(self.download_errors)
             if self.download_errors
-            else "\n(download=False: nothing was downloaded)"
+            else f"\n({no_download}: nothing was downloaded)"
         )
         return (
             f"MNIST files not found: {', '.join(m + '.gz' for m in self.missing)}.\n"
