@@ -226,7 +226,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
 def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from start to end (both included)."""
     dtype = as_dtype(dtype) or default_float
-    return _finish(_xp(device).linspace(start, end, int(steps), dtype=dtype), device, requires_grad)
+    (steps,) = _size((steps,))
+    return _finish(_xp(device).linspace(start, end, steps, dtype=dtype), device, requires_grad)
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:

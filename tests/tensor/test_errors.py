@@ -117,6 +117,7 @@ def test_numpy_conversion_rules():
     (lambda: mt.empty(True), r"empty: sizes must be ints, got bool True"),
     (lambda: mt.full(2.7, 1.0), r"full: sizes must be ints, got float 2.7"),
     (lambda: mt.full((2, 1.5), 1.0), r"full: sizes must be ints, got float 1.5"),
+    (lambda: mt.linspace(0, 1, 2.5), r"linspace: sizes must be ints, got float 2.5"),
 ])
 def test_factories_refuse_non_integral_sizes_instead_of_truncating(make, message):
     with pytest.raises(TypeError, match=message):
