@@ -33,7 +33,7 @@ _TRANSFER_ERRORS = (OSError, http.client.HTTPException, ValueError)
 
 
 class _Rejected(Exception):
-    """A mirror's copy did not pass the checksum (discard it, try the next mirror)."""
+    """A mirror's copy is incomplete or fails the checksum (discard it, try the next mirror)."""
 
 
 def content_md5(path: Path, gz: bool | None = None) -> str:
@@ -73,9 +73,7 @@ def download(name: str, mirrors: list[str], md5: str, folder: Path, timeout: flo
                 part.flush()
                 _check(Path(part.name), md5, gz=name.endswith(".gz"))
             return target
-        except _TRANSFER_ERRORS as err:
-            failures.append(f"{url}: {err}")
-        except _Rejected as err:
+        except (*_TRANSFER_ERRORS, _Rejected) as err:
             failures.append(f"{url}: {err}")
     raise DownloadError(f"could not download {name}:\n  " + "\n  ".join(failures))
 
