@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -55,12 +56,45 @@ def _train(args) -> int:
             download=not args.no_download,
         )
     except MNISTNotFound as err:
+        hint = f"or run `minigrad train {args.recipe} --subset` to use the small copy shipped with minigrad"
+        print(f"minigrad train: {err.explain(hint, no_download='--no-download')}", file=sys.stderr)
+        return 2
+    except (ValueError, OSError) as err:  # bad values, unwritable --save, corrupt or undownloadable data
         print(f"minigrad train: {err}", file=sys.stderr)
         return 2
     print(f"final test accuracy: {history.last.test_accuracy:.2%}")
     if args.save:
         print(f"saved model and optimizer state to {args.save}")
     return 0
+
+
+_RECIPE_DEFAULT = "; leave the option out to use the recipe's value"
+
+
+def _at_least(low: int, hint: str = ""):
+    """An argparse type: a whole number >= ``low``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {text!r}{hint}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}{hint}")
+        return value
+
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number such as 1e-3, got {text!r}{_RECIPE_DEFAULT}") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0 (e.g. 1e-3), got {text}{_RECIPE_DEFAULT}")
+    return value
 
 
 def parser() -> argparse.ArgumentParser:
@@ -87,10 +121,10 @@ def parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train an MNIST recipe and report its test accuracy")
     t.add_argument("recipe", choices=["mnist-mlp", "mnist-cnn"])
-    t.add_argument("--epochs", type=int, help="default: the recipe's (5 for the MLP, 3 for the CNN)")
-    t.add_argument("--batch-size", type=int, help="default: the recipe's")
-    t.add_argument("--lr", type=float, help="peak learning rate of Adam (cosine-annealed to 0)")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--epochs", type=_at_least(1, _RECIPE_DEFAULT), help="default: the recipe's (5 for the MLP, 3 for the CNN)")
+    t.add_argument("--batch-size", type=_at_least(1, _RECIPE_DEFAULT), help="default: the recipe's (128 for the MLP, 64 for the CNN)")
+    t.add_argument("--lr", type=_positive_float, help="peak learning rate of Adam (cosine-annealed to 0); default: the recipe's")
+    t.add_argument("--seed", type=_at_least(0), default=0)
     t.add_argument("--data", help="folder with the MNIST files (default: $MINIGRAD_DATA or the user cache)")
     t.add_argument("--subset", action="store_true", help="use the small MNIST subset shipped with minigrad")
     t.add_argument("--no-download", action="store_true", help="never download; fail if the files are not on disk")
