@@ -3,7 +3,9 @@
 A checkpoint is a NumPy ``.npz`` archive: every tensor and array is one
 entry, stored with its exact dtype and bytes, and the nesting (dicts with
 string or int keys, lists, tuples, numbers, strings, booleans, None) is one
-JSON document. Loading uses
+JSON document. bfloat16 data (which ``.npz`` cannot describe) is stored as
+its raw 16-bit patterns, ``uint16``, with ``"dtype": "bfloat16"`` in the
+structure. Loading uses
 ``allow_pickle=False``, so opening a checkpoint can never run code. A round
 trip is bit-exact.
 """
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from minigrad.tensor import Tensor, tensor
+from minigrad.tensor import Tensor, bfloat16, tensor
 
 FORMAT = "minigrad-checkpoint"
 VERSION = 1
@@ -29,17 +31,39 @@ class CheckpointError(ValueError):
     """A file is not a readable minigrad checkpoint."""
 
 
+def _store(array: np.ndarray, arrays: dict[str, np.ndarray], kind: str, **fields) -> dict:
+    """Add ``array`` as a new entry; its structure node is ``{kind: entry name, **fields}``."""
+    key = f"t{len(arrays)}"
+    array = np.array(array, order="C")  # keeps 0-d arrays 0-d
+    node = {kind: key, **fields}
+    if array.dtype is bfloat16:  # .npz cannot describe it: keep the bit patterns
+        array = array.view(np.uint16)
+        node["dtype"] = "bfloat16"
+    arrays[key] = array
+    return node
+
+
+def _stored(node: dict, key: str, archive) -> np.ndarray:
+    """The array of entry ``node[key]``, with a bfloat16 marker turned back into bfloat16."""
+    array = archive[node[key]]
+    marker = node.get("dtype")
+    if marker is None:
+        return array
+    if marker != "bfloat16" or array.dtype != np.uint16:
+        raise CheckpointError(
+            f"load: entry {node[key]!r} is marked dtype={marker!r} but holds {array.dtype} data "
+            f"(expected bfloat16 stored as uint16); the checkpoint is corrupt, save it again"
+        )
+    return array.view(bfloat16)
+
+
 def _encode(obj, arrays: dict[str, np.ndarray], where: str):
     if isinstance(obj, Tensor):
-        key = f"t{len(arrays)}"
-        arrays[key] = np.array(obj.detach().cpu().numpy(), order="C")  # keeps 0-d arrays 0-d
-        return {"__tensor__": key, "requires_grad": obj.requires_grad}
+        return _store(obj.detach().cpu().numpy(), arrays, "__tensor__", requires_grad=obj.requires_grad)
     if isinstance(obj, np.ndarray):
         if obj.dtype == object:
             raise TypeError(f"save: {where} is an object array; only numeric arrays can be saved")
-        key = f"t{len(arrays)}"
-        arrays[key] = np.array(obj, order="C")
-        return {"__ndarray__": key}
+        return _store(obj, arrays, "__ndarray__")
     if isinstance(obj, np.generic):
         return _encode(obj.item(), arrays, where)
     if obj is None or isinstance(obj, (bool, int, float, str)):
@@ -64,9 +88,9 @@ def _decode(node, archive):
         return [_decode(v, archive) for v in node]
     if isinstance(node, dict):
         if "__tensor__" in node:
-            return tensor(archive[node["__tensor__"]], requires_grad=node.get("requires_grad", False))
+            return tensor(_stored(node, "__tensor__", archive), requires_grad=node.get("requires_grad", False))
         if "__ndarray__" in node:
-            return archive[node["__ndarray__"]]
+            return _stored(node, "__ndarray__", archive)
         if "__tuple__" in node:
             return tuple(_decode(v, archive) for v in node["__tuple__"])
         if "__dict__" in node:
