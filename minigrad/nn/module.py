@@ -406,6 +406,9 @@ class Module:
     def half(self) -> Module:
         return self.to(as_dtype("float16"))
 
+    def bfloat16(self) -> Module:
+        return self.to(as_dtype("bfloat16"))
+
     # ------------------------------------------------------------------ printing
 
     def extra_repr(self) -> str:
