@@ -251,8 +251,9 @@ class Function:
         bf16 = False
         for a in args:
             if isinstance(a, Tensor):
-                arrays.append(a._data)
-                if a._data.dtype is bfloat16:
+                data = a._data
+                arrays.append(data)
+                if data.dtype is bfloat16:
                     bf16 = True
                 if a._requires_grad:
                     record = True
