@@ -8,7 +8,8 @@ backward pass), :mod:`.grad_rules` (the backward rules with an idea in them:
 exercises), ``no_grad``, version counters, ``gradcheck``.
 
 Extension points for later stages live in :mod:`.backend` (device registry),
-:mod:`.hooks` (allocation observers, dtype policy).
+:mod:`.hooks` (allocation observers, dtype policy), :mod:`.cast_cache` (each
+weight cast once per autocast region).
 
 Typical use, as in PyTorch::
 

@@ -36,6 +36,11 @@ How ops compute on bfloat16 (decided per op class, as PyTorch's CPU kernels do):
   themselves, the rounded output), and backward runs in float32 too, so
   gradients of bfloat16 tensors are bfloat16.
 
+The rounding is to nearest, ties to even (as PyTorch and GPUs do). Only NumPy
+knows this dtype: a GPU backend has to store bfloat16 its own way (CuPy has
+no bfloat16 arrays), e.g. as the 16-bit patterns in ``uint16``, as
+checkpoints do.
+
 Promotion follows PyTorch, which differs from NumPy in three places:
 
 - categories rank ``bool < int < float``; two tensors of the same category give

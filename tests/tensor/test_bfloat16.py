@@ -459,3 +459,42 @@ def test_clear_errors_for_unsupported_combinations():
         mt.tensor([1, 2]).add_(bf16([0.5, 0.5]))
     with pytest.raises(TypeError, match="only floating point dtypes are allowed for a module"):
         nn.Linear(2, 2).to(mt.int64)
+
+
+# --------------------------------------------------------------------------- against PyTorch (optional)
+
+TORCH_OPS = {  # the same expression in both libraries (the names match)
+    "add": lambda lib, a, b, w: a + b, "mul": lambda lib, a, b, w: a * b, "div": lambda lib, a, b, w: a / b,
+    "exp": lambda lib, a, b, w: a.exp(), "log": lambda lib, a, b, w: b.log(), "tanh": lambda lib, a, b, w: a.tanh(),
+    "sigmoid": lambda lib, a, b, w: a.sigmoid(), "relu": lambda lib, a, b, w: a.relu(),
+    "matmul": lambda lib, a, b, w: a @ w, "sum": lambda lib, a, b, w: a.sum(1), "mean": lambda lib, a, b, w: a.mean(0),
+    "softmax": lambda lib, a, b, w: a.softmax(1), "log_softmax": lambda lib, a, b, w: a.log_softmax(1),
+    "logsumexp": lambda lib, a, b, w: a.logsumexp(1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TORCH_OPS))
+def test_forward_and_gradients_match_pytorch_bfloat16(name):
+    torch = pytest.importorskip("torch")
+    fn = TORCH_OPS[name]
+    rng = np.random.default_rng(sorted(TORCH_OPS).index(name))
+    arrays = [rng.standard_normal((8, 64)), np.abs(rng.standard_normal((8, 64))) + 0.25, rng.standard_normal((64, 5))]
+    arrays = [a.astype(np.float32) for a in arrays]
+    ours = [mt.tensor(a).bfloat16().requires_grad_() for a in arrays]
+    theirs = [torch.tensor(a).bfloat16().requires_grad_() for a in arrays]
+    out_ours, out_theirs = fn(mt, *ours), fn(torch, *theirs)
+    assert str(out_theirs.dtype) == "torch.bfloat16" and out_ours.dtype is BF16
+    one_ulp = 2.0**-7  # results may differ in the last bit (float32 exp/log differ in their last bits)
+    np.testing.assert_allclose(out_ours.float().detach().numpy(), out_theirs.float().detach().numpy(),
+                               rtol=one_ulp, atol=1e-6)
+    seed = rng.standard_normal(tuple(out_ours.shape)).astype(np.float32)
+    (out_ours * mt.tensor(seed).bfloat16()).sum().backward()
+    (out_theirs * torch.tensor(seed).bfloat16()).sum().backward()
+    for i, (x, y) in enumerate(zip(ours, theirs)):
+        if y.grad is None:
+            assert x.grad is None
+            continue
+        assert x.grad.dtype is BF16
+        g_ours, g_theirs = x.grad.float().numpy(), y.grad.float().numpy()
+        np.testing.assert_allclose(g_ours, g_theirs, rtol=2 * one_ulp, atol=2 * one_ulp * np.abs(g_theirs).max(),
+                                   err_msg=f"{name}: gradient of input {i}")
