@@ -453,6 +453,8 @@ def test_clear_errors_for_unsupported_combinations():
         mt.zeros(2, dtype="bf16")
     with pytest.raises(mt.DTypeError, match="only floating point tensors can require gradients"):
         mt.ones(2, dtype=BF16).long().requires_grad_()
+    with pytest.raises(mt.DTypeError, match="getitem: tensors used as indices must be int64 or bool, got bfloat16"):
+        mt.ones(3)[bf16([0.0, 1.0])]
     with pytest.raises(mt.DTypeError, match="one_hot: indices must be an integer tensor, got bfloat16"):
         mt.one_hot(bf16([1.0]))
     with pytest.raises(mt.DTypeError, match="add_: the result cannot be stored in place in the int64 tensor"):
