@@ -26,8 +26,9 @@ How ops compute on bfloat16 (decided per op class, as PyTorch's CPU kernels do):
   conv, every :class:`~minigrad.tensor.function.Function` that computes new
   values) read bfloat16, compute in float32 and round their result to
   bfloat16 once: like hardware with float32 accumulation. NumPy's bfloat16
-  arithmetic would round after every step (``sum`` of 1000 numbers in
-  bfloat16 is off by tens of percent) and its promotion differs from ours
+  arithmetic would round after every step (a thousand 0.1s summed in
+  bfloat16 stall at 32: once the total reaches 32, adding 0.1 no longer
+  changes it) and its promotion differs from ours
   (``bfloat16 @ bfloat16`` is float32 there, ``bfloat16 + int64`` float64),
   so it is never used: see :mod:`minigrad.tensor.bfloat16_compute`;
 - *data movement* ops (reshape, views, indexing, cat, pad, copies, casts)

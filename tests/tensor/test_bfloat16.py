@@ -233,7 +233,7 @@ def test_sums_accumulate_in_float32():
     x = mt.full((4096,), 0.1, dtype=BF16)
     native = np.asarray(x.numpy().sum(), dtype=np.float64)
     exact = 4096 * float(x[0].item())
-    assert abs(float(native) - exact) > 0.05 * exact
+    assert float(native) < 0.5 * exact  # it stalls at 32
     assert x.sum().item() == pytest.approx(exact, rel=2.0**-8)
     assert x.mean().item() == pytest.approx(exact / 4096, rel=2.0**-8)
     w = mt.full((4096, 1), 0.1, dtype=BF16)
