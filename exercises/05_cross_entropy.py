@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad.nn.functional._utils import check_float, check_tensor
-from minigrad.tensor import DTypeError, Function, ShapeError, Tensor, array_module
+from minigrad.tensor import DTypeError, Function, ShapeError, Tensor, array_module, is_floating_point
 
 __all__ = [
     "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy_with_logits",
@@ -173,14 +173,14 @@ def _classes_last(input: Tensor, target: Tensor, op: str, what: str):
     if isinstance(input, Tensor) and isinstance(target, Tensor):  # the common case, (N, C) and (N,), checked fast
         scores, classes = input._data, target._data
         if (scores.ndim == 2 and classes.ndim == 1 and scores.shape[0] == classes.shape[0]
-                and scores.dtype.kind == "f" and classes.dtype.kind in "iu"):
+                and is_floating_point(scores.dtype) and classes.dtype.kind in "iu"):
             return input, target, classes.shape, scores.shape[1]
     check_tensor(input, "input", op)
     check_tensor(target, "target", op)
     check_float(input, "input", op)
     if input.ndim == 0:
         raise ShapeError(f"{op}: input must have a class dimension, (N, C) or (C,), got a 0-d tensor")
-    if target.dtype.kind == "f" and tuple(target.shape) == tuple(input.shape):
+    if is_floating_point(target.dtype) and tuple(target.shape) == tuple(input.shape):
         raise NotImplementedError(
             f"{op}: target has the input's shape {tuple(input.shape)} and is floating point, i.e. class "
             f"probabilities; minigrad implements class-index targets only. Pass target.argmax(1) "
@@ -305,7 +305,7 @@ def binary_cross_entropy_with_logits(
     _check_reduction(reduction, op)
     _same_shape(input, target, op)
     check_float(input, "input", op)
-    if target.dtype.kind != "f":
+    if not is_floating_point(target.dtype):
         raise DTypeError(f"{op}: target must be floating point (probabilities in [0, 1]), got {target.dtype}; use target.float()")
     if target.dtype != input.dtype:
         target = target.to(input.dtype)

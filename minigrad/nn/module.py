@@ -30,7 +30,7 @@ from typing import Iterator
 
 from minigrad.nn.parameter import BUFFER_TAG, PARAMETER_TAG, Parameter
 from minigrad.tensor import Tensor, as_tensor, device as as_device, no_grad, set_buffer_tag
-from minigrad.tensor.dtypes import as_dtype
+from minigrad.tensor.dtypes import as_dtype, is_floating_point
 from minigrad.tensor.tensor import parse_to_args
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "IncompatibleKeys"]
@@ -376,12 +376,12 @@ class Module:
         device, dtype = parse_to_args(args, device, dtype)
         device = as_device(device) if device is not None else None
         dtype = as_dtype(dtype) if dtype is not None else None
-        if dtype is not None and dtype.kind != "f":
+        if dtype is not None and not is_floating_point(dtype):
             raise TypeError(f"Module.to: only floating point dtypes are allowed for a module, got {dtype}")
 
         def convert(t: Tensor) -> Tensor:
             out = t
-            if dtype is not None and t.dtype.kind == "f" and t.dtype != dtype:
+            if dtype is not None and is_floating_point(t.dtype) and t.dtype != dtype:
                 out = out.to(dtype)
             if device is not None and out.device is not device:
                 out = out.to(device)
@@ -405,6 +405,9 @@ class Module:
 
     def half(self) -> Module:
         return self.to(as_dtype("float16"))
+
+    def bfloat16(self) -> Module:
+        return self.to(as_dtype("bfloat16"))
 
     # ------------------------------------------------------------------ printing
 

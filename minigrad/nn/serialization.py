@@ -3,7 +3,9 @@
 A checkpoint is a NumPy ``.npz`` archive: every tensor and array is one
 entry, stored with its exact dtype and bytes, and the nesting (dicts with
 string or int keys, lists, tuples, numbers, strings, booleans, None) is one
-JSON document. Loading uses
+JSON document. bfloat16 data (which ``.npz`` cannot describe) is stored as
+its raw 16-bit patterns, ``uint16``, with ``"dtype": "bfloat16"`` in the
+structure. Loading uses
 ``allow_pickle=False``, so opening a checkpoint can never run code. A round
 trip is bit-exact.
 """
@@ -19,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from minigrad.files import atomic_write
-from minigrad.tensor import Tensor, tensor
+from minigrad.tensor import Tensor, bfloat16, tensor
 
 FORMAT = "minigrad-checkpoint"
 VERSION = 1
@@ -30,17 +32,37 @@ class CheckpointError(ValueError):
     """A file is not a readable minigrad checkpoint."""
 
 
+def _store(array: np.ndarray, arrays: dict[str, np.ndarray], kind: str, **fields) -> dict:
+    """Add ``array`` as a new entry; its structure node is ``{kind: entry name, **fields}``."""
+    key = f"t{len(arrays)}"
+    array = np.array(array, order="C")  # keeps 0-d arrays 0-d
+    node = {kind: key, **fields}
+    if array.dtype is bfloat16:  # .npz cannot describe it: keep the bit patterns
+        array = array.view(np.uint16)
+        node["dtype"] = "bfloat16"
+    arrays[key] = array
+    return node
+
+
+def _with_dtype_marker(array: np.ndarray, marker) -> np.ndarray:
+    """``array`` as stored, turned back into bfloat16 when its entry carries ``"dtype": "bfloat16"``."""
+    if marker is None:
+        return array
+    if marker != "bfloat16" or array.dtype != np.uint16:
+        raise CheckpointError(
+            f"load: an entry is marked dtype={str(marker)[:40]!r} but holds {array.dtype} data "
+            f"(expected bfloat16 stored as uint16); the checkpoint is corrupt, save it again"
+        )
+    return array.view(bfloat16)
+
+
 def _encode(obj, arrays: dict[str, np.ndarray], where: str):
     if isinstance(obj, Tensor):
-        key = f"t{len(arrays)}"
-        arrays[key] = np.array(obj.detach().cpu().numpy(), order="C")  # keeps 0-d arrays 0-d
-        return {"__tensor__": key, "requires_grad": obj.requires_grad}
+        return _store(obj.detach().cpu().numpy(), arrays, "__tensor__", requires_grad=obj.requires_grad)
     if isinstance(obj, np.ndarray):
         if obj.dtype == object:
             raise TypeError(f"save: {where} is an object array; only numeric arrays can be saved")
-        key = f"t{len(arrays)}"
-        arrays[key] = np.array(obj, order="C")
-        return {"__ndarray__": key}
+        return _store(obj, arrays, "__ndarray__")
     if isinstance(obj, np.generic):
         return _encode(obj.item(), arrays, where)
     if obj is None or isinstance(obj, (bool, int, float, str)):
@@ -157,17 +179,17 @@ class _Reader:
             return [self.decode(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(node)]
         if not isinstance(node, dict):
             return node  # JSON leaves: None, bool, int, float, str
-        if "__tensor__" in node and set(node) <= {"__tensor__", "requires_grad"}:
+        if "__tensor__" in node and set(node) <= {"__tensor__", "requires_grad", "dtype"}:
             requires_grad = node.get("requires_grad", False)
             if not isinstance(requires_grad, bool):
                 raise self.fail(f"{where} has requires_grad={requires_grad!r}, not true/false")
-            array = self.array(node["__tensor__"], where)
+            array = _with_dtype_marker(self.array(node["__tensor__"], where), node.get("dtype"))
             try:
                 return tensor(array, requires_grad=requires_grad)
             except Exception as err:  # noqa: BLE001 - e.g. a dtype no tensor can have
                 raise self.fail(f"{where} cannot be a tensor ({type(err).__name__}: {err})") from None
-        if list(node) == ["__ndarray__"]:
-            return self.array(node["__ndarray__"], where)
+        if "__ndarray__" in node and set(node) <= {"__ndarray__", "dtype"}:
+            return _with_dtype_marker(self.array(node["__ndarray__"], where), node.get("dtype"))
         if list(node) == ["__tuple__"] and isinstance(node["__tuple__"], list):
             return tuple(self.decode(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(node["__tuple__"]))
         if list(node) == ["__dict__"] and isinstance(node["__dict__"], list):

@@ -8,7 +8,8 @@ backward pass), :mod:`.grad_rules` (the backward rules with an idea in them:
 exercises), ``no_grad``, version counters, ``gradcheck``.
 
 Extension points for later stages live in :mod:`.backend` (device registry),
-:mod:`.hooks` (allocation observers, dtype policy).
+:mod:`.hooks` (allocation observers, dtype policy), :mod:`.cast_cache` (each
+weight cast once per autocast region).
 
 Typical use, as in PyTorch::
 
@@ -38,15 +39,18 @@ from minigrad.tensor.backend import (
     unregister_backend,
 )
 from minigrad.tensor.dtypes import (
+    bfloat16,
     bool_,
     default_float,
     float16,
     float32,
     float64,
+    finfo,
     int64,
     is_floating_point,
     promote_types,
 )
+from minigrad.tensor.cast_cache import cached_cast, weight_cast_cache
 from minigrad.tensor.errors import DTypeError, ShapeError
 from minigrad.tensor.factories import (
     arange,
@@ -158,13 +162,14 @@ __all__ = [
     "backward", "topological_order", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
     "gradcheck", "GradcheckError", "GradcheckResult", "detect_anomaly", "AnomalyError",
     # dtypes, devices, errors
-    "float16", "float32", "float64", "int64", "bool_", "double", "half", "long",
-    "default_float", "promote_types", "is_floating_point",
+    "float16", "bfloat16", "float32", "float64", "int64", "bool_", "double", "half", "long",
+    "default_float", "promote_types", "is_floating_point", "finfo",
     "Device", "Backend", "DeviceError", "device", "cpu", "register_backend", "unregister_backend",
     "get_backend", "registered_backends", "array_module", "ShapeError", "DTypeError",
     # extension points
     "hooks", "strides", "grad_rules", "AllocationEvent", "add_allocation_observer", "remove_allocation_observer",
     "allocation_tag", "set_buffer_tag", "set_dtype_policy", "get_dtype_policy", "dtype_policy",
+    "weight_cast_cache", "cached_cast",
     # factories and random numbers
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
     "empty_like", "full_like", "rand", "randn", "randint", "rand_like", "randn_like", "randperm",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 
 from minigrad.tensor.backend import array_module
+from minigrad.tensor.dtypes import bfloat16
 
 enabled = False
 _names: dict[int, str] = {}
@@ -42,7 +43,7 @@ class detect_anomaly(contextlib.ContextDecorator):
 
 
 def _non_finite(array) -> bool:
-    return array.dtype.kind in "fc" and not bool(array_module(array).isfinite(array).all())
+    return (array.dtype.kind in "fc" or array.dtype is bfloat16) and not bool(array_module(array).isfinite(array).all())
 
 
 def _what(array) -> str:

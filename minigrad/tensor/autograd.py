@@ -24,6 +24,7 @@ Invariants
 from __future__ import annotations
 
 from minigrad.tensor import anomaly as _anomaly
+from minigrad.tensor import bfloat16_compute as _bf16
 from minigrad.tensor import grad_rules, hooks
 from minigrad.tensor.backend import array_module
 from minigrad.tensor.errors import ShapeError
@@ -76,7 +77,7 @@ def backward(tensor: Tensor, gradient=None, retain_graph: bool = False) -> None:
             kept = node._retain()
             if kept is not None:
                 _accumulate(kept, grad, adopted)
-        input_grads = node.backward(grad)
+        input_grads = node.backward(grad) if not node._bf16 else _bf16.backward(node, grad)
         if type(input_grads) is not tuple:
             input_grads = (input_grads,)
         if _anomaly.enabled:

@@ -2,56 +2,95 @@
 
 minigrad's dtypes *are* NumPy dtypes (``minigrad.tensor.float32 is
 np.dtype("float32")``), so there is nothing to convert on the hot path.
-Five are supported, as in a small PyTorch:
+Six are supported, as in a small PyTorch:
 
 ================  =========================================
 ``float32``       the default for floating point data
 ``float16``       half precision (mixed precision, chapter 09)
+``bfloat16``      "brain float": float32's range, 8 bits of precision
 ``float64``       double precision (gradient checks)
 ``int64``         the default for integers (labels, indices)
 ``bool``          masks and comparison results
 ================  =========================================
 
-Promotion follows PyTorch, which differs from NumPy in two places:
+**bfloat16** is float32 with the last 16 bits of the mantissa cut off: the
+same exponent range (no overflow where float32 has none, so no loss scaling),
+but only 8 significant bits (about 2-3 decimal digits). NumPy has no bfloat16;
+the ``ml_dtypes`` package registers one (``np.dtype(ml_dtypes.bfloat16)``), and
+that NumPy dtype is ``minigrad.tensor.bfloat16``. Its ``dtype.kind`` is ``"V"``,
+not ``"f"``: ask :func:`is_floating_point`, never ``dtype.kind == "f"``.
+
+How ops compute on bfloat16 (decided per op class, as PyTorch's CPU kernels do):
+
+- *arithmetic* ops (elementwise math, matmul, reductions, softmax, losses,
+  conv, every :class:`~minigrad.tensor.function.Function` that computes new
+  values) read bfloat16, compute in float32 and round their result to
+  bfloat16 once: like hardware with float32 accumulation. NumPy's bfloat16
+  arithmetic would round after every step (a thousand 0.1s summed in
+  bfloat16 stall at 32: once the total reaches 32, adding 0.1 no longer
+  changes it) and its promotion differs from ours
+  (``bfloat16 @ bfloat16`` is float32 there, ``bfloat16 + int64`` float64),
+  so it is never used: see :mod:`minigrad.tensor.bfloat16_compute`;
+- *data movement* ops (reshape, views, indexing, cat, pad, copies, casts)
+  work on the bfloat16 bits directly: they compute nothing;
+- what arithmetic ops save for backward is stored as bfloat16 (the inputs
+  themselves, the rounded output), and backward runs in float32 too, so
+  gradients of bfloat16 tensors are bfloat16.
+
+The rounding is to nearest, ties to even (as PyTorch and GPUs do). Only NumPy
+knows this dtype: a GPU backend has to store bfloat16 its own way (CuPy has
+no bfloat16 arrays), e.g. as the 16-bit patterns in ``uint16``, as
+checkpoints do.
+
+Promotion follows PyTorch, which differs from NumPy in three places:
 
 - categories rank ``bool < int < float``; two tensors of the same category give
   the wider type, otherwise the higher category wins (``int64 + float16`` is
-  ``float16``, not NumPy's ``float64``);
+  ``float16``, not NumPy's ``float64``; ``int64 + bfloat16`` is ``bfloat16``);
+- ``float16`` and ``bfloat16`` have the same width but neither holds the
+  other (float16 has more precision, bfloat16 more range), so together they
+  give ``float32``;
 - a Python number never widens a tensor of its own category or above
   (``float16_tensor * 2.5`` stays ``float16``), and a float number with an
   integer tensor gives the default float type ``float32`` (NumPy: float64).
 
 Other NumPy types are mapped on the way in (``uint8`` images become ``int64``,
-``float128`` becomes ``float64``); complex numbers and strings are refused.
+``float128`` becomes ``float64``); complex numbers, strings and the other
+``ml_dtypes`` types (float8, int4, ...) are refused.
 """
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 __all__ = [
-    "float16", "float32", "float64", "int64", "bool_",
-    "DTYPES", "default_float", "as_dtype", "promote_types", "result_type",
-    "is_floating_point", "canonical_dtype",
+    "float16", "bfloat16", "float32", "float64", "int64", "bool_",
+    "DTYPES", "FLOATING_DTYPES", "default_float", "as_dtype", "promote_types", "result_type",
+    "is_floating_point", "canonical_dtype", "finfo",
 ]
 
 float16 = np.dtype(np.float16)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
 int64 = np.dtype(np.int64)
 bool_ = np.dtype(np.bool_)
 
-DTYPES = (float16, float32, float64, int64, bool_)
+DTYPES = (float16, bfloat16, float32, float64, int64, bool_)
+FLOATING_DTYPES = (float16, bfloat16, float32, float64)
 default_float = float32
 
 _NAMES = {
     "float16": float16, "half": float16,
+    "bfloat16": bfloat16,
     "float32": float32, "float": float32,
     "float64": float64, "double": float64,
     "int64": int64, "long": int64,
     "bool": bool_,
 }
-_CATEGORY = {bool_: 0, int64: 1, float16: 2, float32: 2, float64: 2}
+_CATEGORY = {bool_: 0, int64: 1, float16: 2, bfloat16: 2, float32: 2, float64: 2}
+_SUPPORTED = "float16, bfloat16, float32, float64, int64 and bool"
 
 
 def as_dtype(dtype) -> np.dtype:
@@ -77,7 +116,7 @@ def as_dtype(dtype) -> np.dtype:
         raise TypeError(f"{dtype!r} is not a dtype; use minigrad.tensor.float32, int64, ...") from None
     if dt not in _CATEGORY:
         raise TypeError(
-            f"dtype {dt} is not supported; minigrad supports float16, float32, float64, int64 and bool"
+            f"dtype {dt} is not supported; minigrad supports {_SUPPORTED}"
         )
     return dt
 
@@ -97,12 +136,13 @@ def canonical_dtype(np_dtype: np.dtype) -> np.dtype:
         return bool_
     raise TypeError(
         f"cannot make a tensor from NumPy data of dtype {np_dtype}; "
-        f"minigrad supports float16, float32, float64, int64 and bool"
+        f"minigrad supports {_SUPPORTED}"
     )
 
 
 def is_floating_point(dtype: np.dtype) -> bool:
-    return dtype.kind == "f"
+    """True for float16, bfloat16, float32 and float64 (bfloat16's NumPy ``kind`` is "V", not "f")."""
+    return dtype.kind == "f" or dtype is bfloat16
 
 
 def promote_types(a: np.dtype, b: np.dtype) -> np.dtype:
@@ -112,7 +152,9 @@ def promote_types(a: np.dtype, b: np.dtype) -> np.dtype:
     ca, cb = _CATEGORY[a], _CATEGORY[b]
     if ca != cb:
         return a if ca > cb else b
-    return a if a.itemsize >= b.itemsize else b
+    if a.itemsize == b.itemsize:  # float16 with bfloat16: neither holds the other
+        return float32
+    return a if a.itemsize > b.itemsize else b
 
 
 def result_type(dtype: np.dtype, scalar) -> np.dtype:
@@ -122,4 +164,15 @@ def result_type(dtype: np.dtype, scalar) -> np.dtype:
     if isinstance(scalar, int):
         return int64 if dtype is bool_ else dtype
     # a float
-    return dtype if dtype.kind == "f" else default_float
+    return dtype if is_floating_point(dtype) else default_float
+
+
+def finfo(dtype):
+    """Machine limits of a floating point dtype (``eps``, ``max``, ``tiny``, ``bits``...), as ``torch.finfo``.
+
+    ``finfo(bfloat16).eps`` is 2**-7 = 0.0078125 (float16: 2**-10, float32: 2**-23).
+    """
+    dt = as_dtype(dtype)
+    if not is_floating_point(dt):
+        raise TypeError(f"finfo: {dt} is not a floating point dtype; use numpy.iinfo for integers")
+    return ml_dtypes.finfo(dt)

@@ -18,7 +18,7 @@ import numpy as np
 
 from minigrad.tensor import rng
 from minigrad.tensor.backend import cpu, device as as_device, transfer
-from minigrad.tensor.dtypes import as_dtype, bool_, canonical_dtype, default_float, int64
+from minigrad.tensor.dtypes import as_dtype, bool_, canonical_dtype, default_float, finfo, int64, is_floating_point
 from minigrad.tensor.errors import DTypeError
 from minigrad.tensor.tensor import Tensor, make_tensor
 
@@ -157,7 +157,7 @@ def full_like(x: Tensor, fill_value, dtype=None, device=None, requires_grad: boo
 
 def _float_dtype(dtype, op: str):
     dtype = as_dtype(dtype) or default_float
-    if dtype.kind != "f":
+    if not is_floating_point(dtype):
         raise DTypeError(f"{op}: dtype must be a floating point type, got {dtype}")
     return dtype
 
@@ -176,7 +176,7 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = 
     """Samples of the standard normal distribution N(0, 1)."""
     dtype = _float_dtype(dtype, "randn")
     gen = _generator(generator)
-    draw_dtype = dtype if dtype != np.float16 else np.float32
+    draw_dtype = dtype if dtype.itemsize >= 4 else np.float32  # NumPy draws float32 and float64 only
     data = gen.standard_normal(_size(size), dtype=draw_dtype).astype(dtype, copy=False)
     return _finish(data, device, requires_grad)
 
@@ -185,8 +185,10 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = F
     """Samples of the uniform distribution on [0, 1)."""
     dtype = _float_dtype(dtype, "rand")
     gen = _generator(generator)
-    draw_dtype = dtype if dtype != np.float16 else np.float32
+    draw_dtype = dtype if dtype.itemsize >= 4 else np.float32
     data = gen.random(_size(size), dtype=draw_dtype).astype(dtype, copy=False)
+    if draw_dtype != dtype:  # rounding to a narrow type can reach 1.0: keep [0, 1) half-open
+        data[data >= 1] = 1 - finfo(dtype).epsneg
     return _finish(data, device, requires_grad)
 
 

@@ -59,8 +59,10 @@ import weakref
 import numpy as np
 
 from minigrad.tensor import anomaly as _anomaly
+from minigrad.tensor import bfloat16_compute as _bf16
 from minigrad.tensor import hooks
 from minigrad.tensor.backend import DeviceError
+from minigrad.tensor.dtypes import bfloat16
 from minigrad.tensor.errors import DTypeError, ShapeError, describe
 from minigrad.tensor.tensor import Tensor, VersionCounter
 
@@ -167,6 +169,8 @@ class Function:
     skip_dtype_policy = False
     #: set by ``forward`` when the output lives on another device than the inputs (``to(device)``).
     out_device = None
+    #: set on nodes of ops on bfloat16 operands: backward runs in float32 (see :mod:`.bfloat16_compute`).
+    _bf16 = False
 
     # defaults, overwritten per node by ``apply``
     _parents: tuple = ()
@@ -244,9 +248,13 @@ class Function:
         parents = []
         device = None
         record = False
+        bf16 = False
         for a in args:
             if isinstance(a, Tensor):
-                arrays.append(a._data)
+                data = a._data
+                arrays.append(data)
+                if data.dtype is bfloat16:
+                    bf16 = True
                 if a._requires_grad:
                     record = True
                     parents.append(a.grad_fn or a._accum or a._accumulate_grad_node())
@@ -260,7 +268,10 @@ class Function:
                 arrays.append(a)
                 parents.append(NOT_A_TENSOR)
         try:
-            out = ctx.forward(*arrays, **kwargs)
+            if bf16 and _bf16.applies(arrays):  # computed in float32, rounded to bfloat16
+                out = _bf16.forward(ctx, arrays, kwargs)
+            else:
+                out = ctx.forward(*arrays, **kwargs)
         except (ShapeError, DTypeError, DeviceError, NotImplementedError):
             raise
         except (ValueError, TypeError, IndexError) as exc:
@@ -345,12 +356,12 @@ def _apply_dtype_policy(cls, args) -> tuple:
     target = hooks.policy(cls.op, dtypes)
     if target is None:
         return args
-    from minigrad.tensor.dtypes import as_dtype
-    from minigrad.tensor.ops_convert import cast
+    from minigrad.tensor.cast_cache import cached_cast
+    from minigrad.tensor.dtypes import as_dtype, is_floating_point
 
     target = as_dtype(target)
     return tuple(
-        cast(a, target) if isinstance(a, Tensor) and a._data.dtype.kind == "f" and a._data.dtype != target else a
+        cached_cast(a, target) if isinstance(a, Tensor) and is_floating_point(a._data.dtype) and a._data.dtype != target else a
         for a in args
     )
 

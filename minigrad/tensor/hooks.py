@@ -26,7 +26,7 @@ the first time a new tensor is made on them.
 ``"log_softmax"``...; ``input_dtypes`` the dtypes of its tensor operands).
 If it returns a dtype, floating point operands of another dtype are cast to it
 (a recorded, differentiable cast) before the op computes; ``None`` leaves the
-op alone.
+op alone. Inside ``cast_cache.weight_cast_cache()`` each weight is cast once per region.
 """
 
 from __future__ import annotations

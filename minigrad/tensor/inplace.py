@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad.tensor.backend import DeviceError, transfer
+from minigrad.tensor.dtypes import is_floating_point
 from minigrad.tensor.errors import DTypeError, ShapeError, describe
 from minigrad.tensor.function import _GradMode
 from minigrad.tensor.ops_convert import cast
@@ -157,7 +158,7 @@ def mul_(t: Tensor, other) -> Tensor:
 
 
 def div_(t: Tensor, other) -> Tensor:
-    if t._data.dtype.kind != "f":
+    if not is_floating_point(t._data.dtype):
         raise DTypeError(f"div_: true division of the {t.dtype} tensor cannot be stored in place; use x = x / y")
     return _binary_(t, other, Div, np.true_divide, "div_")
 

@@ -8,6 +8,7 @@ in backward. The dtype policy (mixed precision) inserts these casts for you.
 from __future__ import annotations
 
 from minigrad.tensor.backend import Device, transfer
+from minigrad.tensor.dtypes import is_floating_point
 from minigrad.tensor.function import Function
 from minigrad.tensor.tensor import Tensor
 
@@ -49,7 +50,7 @@ def cast(x: Tensor, dtype) -> Tensor:
     """``x`` converted to ``dtype`` (``x`` itself when it already has it)."""
     if x._data.dtype == dtype:
         return x
-    if x._requires_grad and dtype.kind != "f":
+    if x._requires_grad and not is_floating_point(dtype):
         return Cast.apply(x.detach(), dtype)  # integer results cannot carry gradients
     return Cast.apply(x, dtype)
 

@@ -20,7 +20,7 @@ from numbers import Number
 import numpy as np
 
 from minigrad.tensor import grad_rules
-from minigrad.tensor.dtypes import bool_, default_float, promote_types, result_type
+from minigrad.tensor.dtypes import bool_, default_float, is_floating_point, promote_types, result_type
 from minigrad.tensor.errors import DTypeError, ShapeError, describe
 from minigrad.tensor.function import Function
 from minigrad.tensor.ops_convert import cast
@@ -202,11 +202,11 @@ def mul(a, b) -> Tensor:
 def div(a, b) -> Tensor:
     """True division; integer operands give ``float32`` as in PyTorch."""
     a, b = _binary_operands(a, b, "div")
-    if isinstance(a, Tensor) and a._data.dtype.kind != "f":
+    if isinstance(a, Tensor) and not is_floating_point(a._data.dtype):
         a = cast(a, default_float)
         if isinstance(b, Tensor):
             b = cast(b, default_float)
-    elif isinstance(b, Tensor) and b._data.dtype.kind != "f":
+    elif isinstance(b, Tensor) and not is_floating_point(b._data.dtype):
         b = cast(b, default_float)
     return Div.apply(a, b)
 
@@ -225,7 +225,7 @@ def neg(a: Tensor) -> Tensor:
 
 
 def _floating(x: Tensor) -> Tensor:
-    return x if x._data.dtype.kind == "f" else cast(x, default_float)
+    return x if is_floating_point(x._data.dtype) else cast(x, default_float)
 
 
 class Exp(Function):
@@ -494,7 +494,7 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     for bound in (min, max):
         if bound is not None and type(bound) not in _PLAIN_NUMBERS:
             raise TypeError(f"clamp: min and max must be Python numbers, got {type(bound).__name__}")
-    if x._data.dtype.kind != "f" and any(isinstance(v, float) for v in (min, max)):
+    if not is_floating_point(x._data.dtype) and any(isinstance(v, float) for v in (min, max)):
         x = cast(x, default_float)
     return Clamp.apply(x, min, max)
 

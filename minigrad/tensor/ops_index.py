@@ -19,6 +19,7 @@ import numpy as np
 
 from minigrad.tensor import grad_rules
 from minigrad.tensor.backend import DeviceError, array_module
+from minigrad.tensor.dtypes import is_floating_point
 from minigrad.tensor.errors import DTypeError
 from minigrad.tensor.function import Function
 from minigrad.tensor.tensor import Tensor
@@ -64,7 +65,7 @@ def normalize_key(x: Tensor, key, op: str = "getitem"):
                 kind = GATHER if kind == GATHER else MASK
             elif arr.dtype.kind in "iu":
                 kind = GATHER
-            elif arr.dtype.kind not in "fc":
+            elif arr.dtype.kind not in "fc" and not is_floating_point(arr.dtype):
                 raise TypeError(
                     f"{op}: unsupported index {k!r} of type {type(k).__name__}; use ints, slices, None, "
                     f"..., integer tensors/arrays or bool masks"

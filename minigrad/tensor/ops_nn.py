@@ -18,7 +18,7 @@ import numpy as np
 
 from minigrad.tensor import grad_rules
 from minigrad.tensor.backend import array_module
-from minigrad.tensor.dtypes import default_float, int64
+from minigrad.tensor.dtypes import default_float, int64, is_floating_point
 from minigrad.tensor.errors import DTypeError, ShapeError
 from minigrad.tensor.function import Function
 from minigrad.tensor.ops_convert import cast
@@ -84,7 +84,7 @@ def _softmax_dim(x: Tensor, dim, op: str) -> int:
 
 
 def _float(x: Tensor, op: str) -> Tensor:
-    if x._data.dtype.kind == "f":
+    if is_floating_point(x._data.dtype):
         return x
     return cast(x, default_float)
 

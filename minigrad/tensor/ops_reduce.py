@@ -20,7 +20,7 @@ import numpy as np
 
 from minigrad.tensor import grad_rules
 from minigrad.tensor.backend import array_module
-from minigrad.tensor.dtypes import default_float, int64
+from minigrad.tensor.dtypes import default_float, int64, is_floating_point
 from minigrad.tensor.function import Function
 from minigrad.tensor.ops_convert import cast
 from minigrad.tensor.tensor import ReduceResult, Tensor, make_tensor
@@ -153,7 +153,7 @@ class Var(Function):
 
 
 def _float_input(x: Tensor, op: str) -> Tensor:
-    return x if x._data.dtype.kind == "f" else cast(x, default_float)
+    return x if is_floating_point(x._data.dtype) else cast(x, default_float)
 
 
 def sum(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001 - PyTorch's name

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.tensor.dtypes import bfloat16, float32
+
 __all__ = ["format_tensor"]
 
 _DEFAULT_DTYPES = {np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.bool_)}
@@ -38,6 +40,9 @@ def _float_formatter(values: np.ndarray):
 
 def format_tensor(t) -> str:
     data = t._host()
+    dtype = data.dtype
+    if dtype is bfloat16:  # NumPy formats it as an unknown type: print the (exact) float32 values
+        data = data.astype(float32)
     prefix = "tensor("
     suffixes = []
     if data.size == 0:
@@ -52,8 +57,8 @@ def format_tensor(t) -> str:
                 shown = np.concatenate([a.ravel() for a in _edges(data)])
             kwargs["formatter"] = {"float_kind": _float_formatter(shown)}
         body = np.array2string(data, separator=", ", prefix=prefix, threshold=1000, edgeitems=3, **kwargs)
-    if data.dtype not in _DEFAULT_DTYPES:
-        suffixes.append(f"dtype={data.dtype}")
+    if dtype not in _DEFAULT_DTYPES:
+        suffixes.append(f"dtype={dtype}")
     if str(t.device) != "cpu":
         suffixes.append(f"device='{t.device}'")
     if t.grad_fn is not None:

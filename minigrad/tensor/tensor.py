@@ -30,7 +30,7 @@ import numpy as np
 
 from minigrad.tensor import hooks
 from minigrad.tensor.backend import Device, DeviceError, cpu, device as as_device, transfer
-from minigrad.tensor.dtypes import as_dtype, canonical_dtype, default_float, int64
+from minigrad.tensor.dtypes import as_dtype, bfloat16, canonical_dtype, default_float, int64, is_floating_point
 from minigrad.tensor.errors import DTypeError, ShapeError
 from minigrad.tensor.strides import is_contiguous as _is_contiguous_layout
 
@@ -212,7 +212,7 @@ class Tensor:
         return _is_contiguous_layout(self._data.shape, self.strides)
 
     def is_floating_point(self) -> bool:
-        return self._data.dtype.kind == "f"
+        return is_floating_point(self._data.dtype)
 
     @property
     def _version(self) -> int:
@@ -245,7 +245,7 @@ class Tensor:
                 f"requires_grad_: can only change requires_grad of leaf tensors; this one was made by "
                 f"{self.grad_fn.name}. Use y = x.detach() for a leaf copy of the graph value"
             )
-        if requires_grad and self._data.dtype.kind != "f":
+        if requires_grad and not is_floating_point(self._data.dtype):
             raise DTypeError(
                 f"requires_grad_: only floating point tensors can require gradients, this one is "
                 f"{self.dtype} with shape {self.shape}; convert it first with .float()"
@@ -416,6 +416,9 @@ class Tensor:
 
     def half(self) -> "Tensor":
         return _convert.cast(self, np.dtype(np.float16))
+
+    def bfloat16(self) -> "Tensor":
+        return _convert.cast(self, bfloat16)
 
     def long(self) -> "Tensor":
         return _convert.cast(self, int64)

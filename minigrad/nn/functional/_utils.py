@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minigrad.tensor import DTypeError, Tensor, array_module, get_dtype_policy
+from minigrad.tensor import DTypeError, Tensor, array_module, get_dtype_policy, is_floating_point
 
 __all__ = [
     "pair", "check_tensor", "check_float", "check_same_dtype", "is_channels_last", "in_memory_format", "as_strided",
@@ -29,7 +29,7 @@ def check_tensor(x, name: str, op: str) -> Tensor:
 
 
 def check_float(x: Tensor, name: str, op: str) -> None:
-    if x.dtype.kind != "f":
+    if not is_floating_point(x.dtype):
         raise DTypeError(f"{op}: {name} must be a floating point tensor, got {x.dtype} (shape {x.shape}); convert it with .float()")
 
 
