@@ -61,6 +61,8 @@ import numpy as np
 from minigrad.tensor import anomaly as _anomaly
 from minigrad.tensor import hooks
 from minigrad.tensor.backend import DeviceError
+from minigrad.tensor.dispatch import OP_IMPLS as _op_impls
+from minigrad.tensor.dispatch import bind_forward as _bind_forward
 from minigrad.tensor.errors import DTypeError, ShapeError, describe
 from minigrad.tensor.tensor import Tensor, VersionCounter
 
@@ -259,8 +261,10 @@ class Function:
             else:
                 arrays.append(a)
                 parents.append(NOT_A_TENSOR)
+        # a device type may have registered its own kernel for this op (minigrad.tensor.dispatch)
+        forward = _bind_forward(ctx, device.type) if _op_impls and device is not None else ctx.forward
         try:
-            out = ctx.forward(*arrays, **kwargs)
+            out = forward(*arrays, **kwargs)
         except (ShapeError, DTypeError, DeviceError, NotImplementedError):
             raise
         except (ValueError, TypeError, IndexError) as exc:

@@ -29,7 +29,7 @@ from collections import namedtuple
 import numpy as np
 
 from minigrad.tensor import hooks
-from minigrad.tensor.backend import Device, DeviceError, cpu, device as as_device, transfer
+from minigrad.tensor.backend import Device, DeviceError, cpu, device as as_device, get_default_device, transfer
 from minigrad.tensor.dtypes import as_dtype, canonical_dtype, default_float, int64
 from minigrad.tensor.errors import DTypeError, ShapeError
 from minigrad.tensor.strides import is_contiguous as _is_contiguous_layout
@@ -132,7 +132,7 @@ class Tensor:
 
     def __init__(self, data, dtype=None, requires_grad: bool = False, device=None):
         arr = _to_array(data, dtype)
-        dev = cpu if device is None else as_device(device)
+        dev = get_default_device() if device is None else as_device(device)
         if dev is not cpu:
             arr = transfer(arr, cpu, dev)
         self._data = arr
@@ -711,6 +711,9 @@ def shares_memory(a: Tensor, b: Tensor) -> bool:
         return False
     if a.device is cpu:
         return bool(np.shares_memory(a._data, b._data))
+    xp = a.device.backend.xp
+    if hasattr(xp, "shares_memory"):
+        return bool(xp.shares_memory(a._data, b._data))
     return hooks._root(a._data) is hooks._root(b._data)
 
 
