@@ -7,9 +7,11 @@ A suite opts in with an autouse fixture in its ``conftest.py``::
         yield
 
 Each of its tests then runs twice, ``[cpu]`` and ``[strict]``, with the
-factories' default device set accordingly (``mt.set_default_device``); a test
-that is about host memory by nature (``from_numpy`` sharing, NumPy strides)
-is marked ``@pytest.mark.host_only`` and runs on the CPU only.
+factories' default device set accordingly (``mt.set_default_device``). A test
+marked ``@pytest.mark.host_only`` runs once, with the CPU as default device:
+tests about the CPU itself, and tests that name their devices themselves.
+The strict half adds about as much time as the CPU half (the suites take
+twice as long).
 """
 
 import pytest
@@ -21,7 +23,7 @@ DEVICES = ["cpu", strict_backend.DEVICE_TYPE]
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "host_only: runs on the CPU only, not on the strict test device")
+    config.addinivalue_line("markers", "host_only: runs once, with the CPU as default device (not again on the strict test device)")
 
 
 def pytest_generate_tests(metafunc):

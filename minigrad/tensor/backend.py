@@ -15,7 +15,12 @@ through ``__array_ufunc__``). Where an op needs a module-level function it asks
 Invariants
 - ``device(spec)`` returns the same ``Device`` object for equal specs, so
   devices can be compared with ``is`` on the hot path.
-- ``cpu`` is always registered, as NumPy.
+- ``cpu`` is always registered, as NumPy; it is the default device (where
+  factories put tensors without ``device=``) unless ``set_default_device``
+  names another.
+- ``Backend.make_generator`` gives the device its own random generator
+  (:mod:`~minigrad.tensor.rng`); per-op kernels of a device type are
+  registered in :mod:`~minigrad.tensor.dispatch`.
 """
 
 from __future__ import annotations

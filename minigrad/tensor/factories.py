@@ -3,7 +3,9 @@
 Names and defaults follow PyTorch: sizes may be given as ``zeros(2, 3)`` or
 ``zeros((2, 3))``; floating point results are ``float32`` unless ``dtype=``
 says otherwise; ``full`` and ``arange`` infer the dtype from their numbers.
-Every factory takes ``device=`` and ``requires_grad=``.
+Every factory takes ``device=`` (default: ``get_default_device()``, the CPU
+unless ``set_default_device`` changed it) and ``requires_grad=``; random
+factories draw on that device, from its generator (see :mod:`.rng`).
 
 ``tensor(data)`` always copies; ``from_numpy(array)`` shares the array's
 memory (and keeps its strides), as in PyTorch.

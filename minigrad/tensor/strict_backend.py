@@ -13,7 +13,7 @@ works (as on CuPy)                         raises TypeError (as on CuPy)
 ``np.exp(x)``, ``np.sum(x)``, ``np.where``  ``np.asarray(x)``, ``np.array(x)``,
   (ufuncs and ``__array_function__``          ``np.testing.*(x, ...)``,
   dispatch back to the array module)          ``np.lib.stride_tricks.as_strided(x)``
-``x.item()``, ``x.tolist()``, ``float(x)``  ``x + host_ndarray``, ``np.add(x, host)``
+``x.item()``, ``x.tolist()``, ``float(x)``  ``x + host_ndarray``, ``x + [1, 2]``,  
   on one element; ``x.get()`` (a copy)        ``np.concatenate([x, host])``
 ``strict_numpy.asarray(host)`` (upload)     ``x[...] = host_ndarray``
 =========================================  ==========================================
@@ -70,6 +70,15 @@ def _unwrap(value, where: str):
     return value
 
 
+def _operands(values, where: str):
+    """Operands of an operator or ufunc: StrictArrays and scalars only (CuPy refuses lists and host arrays here)."""
+    for value in values:
+        if type(value) in (list, tuple):
+            raise TypeError(f"{where}: unsupported operand type {type(value).__name__} with a strict-device array "
+                            f"(CuPy refuses it too); make it an array first: strict_numpy.asarray(...)")
+    return _unwrap(values, where)
+
+
 def _unwrap_key(key):
     """Index keys may be host arrays (CuPy uploads them); device arrays are unwrapped."""
     if type(key) is StrictArray:
@@ -117,7 +126,7 @@ class StrictArray:
         for value in inputs + tuple(kwargs.get("out", ())):
             if type(value) is not StrictArray and getattr(type(value), "__array_ufunc__", 0) is None:
                 return NotImplemented  # e.g. a Tensor: let its reflected operator run
-        args = _unwrap(inputs, where)
+        args = _operands(inputs, where)
         out = kwargs.pop("out", None)
         if out is not None:
             kwargs["out"] = _unwrap(out, where)
@@ -218,7 +227,7 @@ def _operator(name: str):
         for other in args:
             if type(other) is not StrictArray and getattr(type(other), "__array_ufunc__", 0) is None:
                 return NotImplemented
-        result = ndarray_method(self._a, *_unwrap(args, f"StrictArray.{name}"))
+        result = ndarray_method(self._a, *_operands(args, f"StrictArray.{name}"))
         if result is NotImplemented:
             return result
         if inplace:  # the same object, as ndarray's in-place operators
