@@ -126,7 +126,10 @@ class StrictArray:
         for value in inputs + tuple(kwargs.get("out", ())):
             if type(value) is not StrictArray and getattr(type(value), "__array_ufunc__", 0) is None:
                 return NotImplemented  # e.g. a Tensor: let its reflected operator run
-        args = _operands(inputs, where)
+        if method == "at":  # ufunc.at(array, indices, values): the indices are an index key
+            args = (_unwrap(inputs[0], where), _unwrap_key(inputs[1]), *_operands(inputs[2:], where))
+        else:
+            args = _operands(inputs, where)
         out = kwargs.pop("out", None)
         if out is not None:
             kwargs["out"] = _unwrap(out, where)

@@ -125,3 +125,15 @@ def test_a_training_step_keeps_every_buffer_on_the_device(strict):
     arrays += [b._data for b in net.buffers()] + [loss._data]
     assert all(type(arr) is StrictArray for arr in arrays)
     assert np.isfinite(loss.item())
+
+
+def test_index_keys_may_come_from_the_host_and_scatter_add_works(strict):
+    x = mt.arange(6.0, device=strict).reshape(2, 3).requires_grad_()
+    for key in ([0, 0], np.array([1, 0, 1]), mt.tensor([0, 0], device=strict)):
+        x.grad = None
+        x[key].sum().backward()  # backward scatters with np.add.at through the array module
+        assert type(x.grad._data) is StrictArray
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), [[2, 2, 2], [0, 0, 0]])
+    target = xp.zeros(3)
+    np.add.at(target, (a([0, 0, 2], np.int64),), 1.0)
+    assert target.tolist() == [2, 0, 1]
