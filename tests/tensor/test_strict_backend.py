@@ -30,7 +30,8 @@ def a(values, dtype=np.float64):
 def test_implicit_conversions_to_numpy_raise():
     x = a([1.0, 2.0])
     for convert in (np.asarray, np.array, np.ascontiguousarray, lambda v: np.testing.assert_allclose(v, [1, 2]),
-                    lambda v: np.lib.stride_tricks.as_strided(v, (2,), (8,)), lambda v: memoryview(v)):
+                    lambda v: np.lib.stride_tricks.as_strided(v, (2,), (8,)), lambda v: memoryview(v),
+                    lambda v: np.zeros(2).__setitem__(slice(None), v), lambda v: np.float64(v)):
         with pytest.raises(TypeError):
             convert(x)
     with pytest.raises(TypeError, match="Implicit conversion to a NumPy array"):
