@@ -314,8 +314,13 @@ class Tensor:
     def _host(self) -> np.ndarray:
         return self._data if self._device is cpu else self._device.backend.to_numpy(self._data)
 
-    def numpy(self) -> np.ndarray:
-        """The data as a NumPy array sharing memory with the tensor (CPU tensors that do not require grad)."""
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The data as a NumPy array sharing memory with the tensor (CPU tensors that do not require grad).
+
+        ``force=True`` (as in PyTorch) is ``x.detach().cpu().numpy()``: any tensor, copied to the host if needed.
+        """
+        if force:
+            return self.detach().cpu().numpy()
         if self._requires_grad:
             raise RuntimeError(
                 "numpy: can't call numpy() on a tensor that requires grad; use x.detach().numpy()"

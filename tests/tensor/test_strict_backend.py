@@ -110,6 +110,8 @@ def test_explicit_transfers_and_gradients_across(strict):
     (on_device * on_device).sum().backward()
     np.testing.assert_array_equal(host.grad.numpy(), [2, 4, 6])
     np.testing.assert_array_equal(on_device.detach().cpu().numpy(), [1, 2, 3])
+    forced = on_device.numpy(force=True)  # PyTorch's explicit copy to the host
+    assert type(forced) is np.ndarray and forced.tolist() == [1, 2, 3]
     assert repr(mt.zeros(2, device=strict)) == "tensor([0., 0.], device='strict:0')"
     assert mt.shares_memory(on_device, on_device[1:]) and not mt.shares_memory(on_device[:1], on_device[1:])
 
