@@ -38,7 +38,11 @@ __all__ = ["OpImpl", "register_op_impl", "unregister_op_impl", "get_op_impl", "r
 
 @dataclass(frozen=True)
 class OpImpl:
-    """A device type's implementation of one op: ``forward(ctx, *arrays, **kwargs)`` and optionally ``backward(ctx, grad)``."""
+    """A device type's implementation of one op.
+
+    ``forward(ctx, *arrays, **kwargs)`` and optionally ``backward(ctx, grad)``,
+    with the signatures of the op's own methods.
+    """
 
     forward: Callable
     backward: Callable | None = None
@@ -90,7 +94,9 @@ def register_op_impl(op, device_type: str, forward: Callable, backward: Callable
     """
     cls = _function_class(op)
     if not isinstance(device_type, str) or ":" in device_type:
-        raise ValueError(f"register_op_impl: device_type must be a device type like 'cuda' (no index), got {device_type!r}")
+        raise ValueError(
+            f"register_op_impl: device_type must be a device type like 'cuda' (no index), got {device_type!r}"
+        )
     if not callable(forward) or (backward is not None and not callable(backward)):
         raise TypeError("register_op_impl: forward (and backward, when given) must be callables taking ctx first")
     OP_IMPLS[(cls, device_type)] = OpImpl(forward, backward)
