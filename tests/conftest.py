@@ -10,8 +10,8 @@ Each of its tests then runs twice, ``[cpu]`` and ``[strict]``, with the
 factories' default device set accordingly (``mt.set_default_device``). A test
 marked ``@pytest.mark.host_only`` runs once, with the CPU as default device:
 tests about the CPU itself, and tests that name their devices themselves.
-The strict half adds about as much time as the CPU half (the suites take
-twice as long).
+The strict half takes about 1.6 times the CPU half's time (the wrapper's
+bookkeeping): about 17 s against 10 s of CPU time for tests/tensor + tests/nn.
 """
 
 import pytest

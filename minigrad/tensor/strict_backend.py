@@ -45,11 +45,8 @@ _IMPLICIT = (
 )
 
 # the StrictArray that wraps each memory-owning ndarray, so that ``view.base is owner`` holds as in NumPy
-_owners: dict[int, weakref.ref] = {}
-
-
-def _forget(key: int) -> None:
-    _owners.pop(key, None)
+# (keyed by the ndarray's id: the StrictArray keeps its ndarray alive, so the id is not reused meanwhile)
+_owners: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def _host_operand_error(where: str, value) -> TypeError:
@@ -60,13 +57,17 @@ def _host_operand_error(where: str, value) -> TypeError:
 
 
 def _unwrap(value, where: str):
-    """The wrapped ndarray of StrictArrays (inside lists and tuples too); host ndarrays are refused."""
-    if type(value) is StrictArray:
+    """The wrapped ndarray of StrictArrays (inside lists, tuples and dicts too); host ndarrays are refused."""
+    kind = type(value)
+    if kind is StrictArray:
         return value._a
+    if kind is tuple or kind is list:
+        items = [v._a if type(v) is StrictArray else _unwrap(v, where) for v in value]
+        return items if kind is list else tuple(items)
+    if kind is dict:
+        return {k: _unwrap(v, where) for k, v in value.items()}
     if isinstance(value, np.ndarray):
         raise _host_operand_error(where, value)
-    if type(value) in (list, tuple):
-        return type(value)(_unwrap(v, where) for v in value)
     return value
 
 
@@ -109,9 +110,7 @@ class StrictArray:
             raise TypeError(f"StrictArray wraps a numpy.ndarray, got {type(array).__name__}")
         self._a = array
         if array.base is None:
-            key = id(array)
-            _owners[key] = weakref.ref(self)
-            weakref.finalize(self, _forget, key)
+            _owners[id(array)] = self
 
     # ------------------------------------------------------------------ the host boundary
     def __array__(self, dtype=None, copy=None):
@@ -167,7 +166,6 @@ class StrictArray:
         if base is None:
             return None
         owner = _owners.get(id(base))
-        owner = owner() if owner is not None else None
         if owner is not None and owner._a is base:
             return owner
         return StrictArray(base) if isinstance(base, np.ndarray) else None
