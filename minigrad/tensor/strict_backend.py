@@ -13,18 +13,21 @@ works (as on CuPy)                         raises TypeError (as on CuPy)
 ``np.exp(x)``, ``np.sum(x)``, ``np.where``  ``np.asarray(x)``, ``np.array(x)``,
   (ufuncs and ``__array_function__``          ``np.testing.*(x, ...)``,
   dispatch back to the array module)          ``np.lib.stride_tricks.as_strided(x)``
-``x.item()``, ``x.tolist()``, ``float(x)``  ``x + host_ndarray``, ``x + [1, 2]``,  
+``x.item()``, ``x.tolist()``, ``float(x)``  ``x + host_ndarray``, ``x + [1, 2]``,
   on one element; ``x.get()`` (a copy)        ``np.concatenate([x, host])``
-``strict_numpy.asarray(host)`` (upload)     ``x[...] = host_ndarray``
+``strict_numpy.asarray(host)`` (upload)     ``x[...] = host_ndarray``,
+index keys from the host (``x[host_idx]``)  ``host[...] = x``, ``memoryview(x)``
 =========================================  ==========================================
 
 ``StrictArray`` is *not* an ``ndarray`` subclass (NumPy would read a subclass
 without asking), it wraps one privately. ``strict_numpy`` is its array module,
 as ``cupy`` is to ``numpy``: every NumPy function, returning StrictArrays;
-reductions and scalar indexing give 0-d arrays, as CuPy's do.
+reductions and scalar indexing give 0-d arrays, as CuPy's do. One difference
+on purpose: every NumPy function works here, while CuPy lacks a few (there,
+``__array_function__`` gives up and NumPy raises TypeError).
 
 Use it in tests with ``register()`` (idempotent); the tensor and nn suites run
-every test on it as well as on the CPU (see their ``conftest.py``).
+every test on it as well as on the CPU (see ``tests/conftest.py``).
 """
 
 from __future__ import annotations
