@@ -24,7 +24,22 @@ def _full_marks():
 
 
 def test_reference_scores_full_marks():
-    assert _scores(grade("all", reference=True, show=False)) == _full_marks()
+    results = grade("all", reference=True, show=False)
+    assert _scores(results) == _full_marks()
+    total = sum(_full_marks().values())
+    assert f"All: {total:g} / {total:g}" in table(results)  # the grand total of `grade all`
+
+
+def test_every_manifest_exercise_has_a_check_and_every_check_an_exercise():
+    import importlib
+
+    from minigrad.grading.probing import checks_in
+
+    for c in chapters().values():
+        for part in c.parts:
+            module = importlib.import_module(f"minigrad.grading.checks.{part.checks.stem}")
+            ids = {check._exercise for check in checks_in(module)}
+            assert ids == {e.id for e in part.exercises}, (part.checks.name, ids)
 
 
 def test_solutions_score_full_marks():
@@ -87,7 +102,7 @@ def test_hostile_submission_costs_only_its_points(tmp_path):
     assert by_id["1.2"].score < 3 and "SystemExit" in by_id["1.2"].output
     assert by_id["1.3"].score == 0 and by_id["1.3"].status == "timeout"
     assert by_id["1.4"].score == 0 and "died" in by_id["1.4"].output
-    assert by_id["1.5"].score == 4, by_id["1.5"].output  # correct code that leaves processes behind
+    assert by_id["1.5"].score == 0 and "PermissionError" in by_id["1.5"].output  # starting processes is refused
     assert result.max_score == 15
     assert elapsed < 5 * timeout + 20
     assert _sleepers_left() == 0, "the grader must kill everything the submission started"
@@ -99,6 +114,8 @@ def test_hostile_submission_costs_only_its_points(tmp_path):
         ("raise RuntimeError('broken at import')\n", "broken at import"),
         ("def f(:\n", "SyntaxError"),
         ("import sys\nsys.exit(0)\n", "SystemExit"),
+        ("import os\nos._exit(3)\n", "the process died"),
+        ("import os\nwhile True:\n    os.fork()\n", "PermissionError"),  # a fork bomb
     ],
 )
 def test_broken_files_score_zero_with_a_reason(tmp_path, source, expected):
@@ -154,3 +171,85 @@ def test_selecting_one_file_of_a_chapter_with_several():
     with pytest.raises(ValueError, match="this grades 3 files"):
         resolve_files("06", "mine.py", None, False)
     assert [p.file for p, _ in resolve_files("05", None, None, True)] == ["05_linear.py", "05_cross_entropy.py", "05_optimizers.py"]
+
+
+def _cli(*args, cwd=None, timeout=300):
+    return subprocess.run([sys.executable, "-m", "minigrad.cli", "grade", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def test_cli_exit_status_is_1_when_a_check_fails_unless_exit_zero():
+    stub = ROOT / "exercises" / "02_neural_nets_from_scalars.py"
+    failing = _cli("02", "--file", stub)
+    assert failing.returncode == 1 and "0 / 10" in failing.stdout
+    assert _cli("02", "--file", stub, "--exit-zero").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--timeout", "-5"], "--timeout -5.0: must be a positive number of seconds"),
+        (["--timeout", "nan"], "--timeout nan: must be a positive number"),
+        (["--memory-mb", "1"], "--memory-mb 1: below the minimum of 512 MB"),
+        (["--file", "."], "is a folder; pass one exercise file"),
+    ],
+)
+def test_cli_explains_bad_option_values(args, expected):
+    run = _cli("02", *args, cwd=ROOT, timeout=60)
+    assert run.returncode == 2 and expected in run.stderr, run.stderr
+
+
+def test_a_file_of_another_chapter_is_named_as_such():
+    run = _cli("02", "--file", ROOT / "solutions" / "01_scalar_autograd.py", timeout=60)
+    assert run.returncode == 2
+    assert "does not look like chapter 02's exercise file" in run.stderr and "minigrad grade 01" in run.stderr
+    with pytest.raises(ValueError, match="does not look like chapter 04"):
+        grade("04", ROOT / "solutions" / "03_tensors.py", show=False)
+
+
+def test_a_misnamed_file_in_a_folder_of_submissions_scores_zero_with_the_reason(tmp_path):
+    (tmp_path / "02_neural_nets_from_scalars.py").write_text((ROOT / "solutions" / "01_scalar_autograd.py").read_text())
+    [result] = grade("02", folder=tmp_path, show=False)
+    assert result.score == 0 and result.max_score == 10
+    assert all("does not look like chapter 02's" in r.output for r in result.exercises)
+
+
+def test_seed_replays_a_run(tmp_path):
+    path = tmp_path / "03_wrong.py"
+    text = (ROOT / "solutions" / "03_tensors.py").read_text()
+    path.write_text(text + "\n\ndef strides_for_shape(shape):\n    return (1,) * len(shape)\n")
+    first = grade("3.1", path, seed=1234, show=False)[0].exercises[0]
+    again = grade("3.1", path, seed=1234, show=False)[0].exercises[0]
+    other = grade("3.1", path, seed=4321, show=False)[0].exercises[0]
+    assert first.score == 0 and "[seed 1234]" in first.output
+    assert first.output == again.output and first.output.replace("1234", "4321") != other.output
+
+
+def test_the_channel_refuses_duplicate_and_unrequested_answers():
+    import os
+    import threading
+
+    from minigrad.grading import wire
+    from minigrad.grading.runner import ProtocolError, _Channel
+
+    requests_r, requests_w = os.pipe()
+    answers_r, answers_w = os.pipe()
+
+    def child():
+        request = wire.read_frame(requests_r)
+        for _ in range(2):  # the answer, then a duplicate of it
+            wire.write_frame(answers_w, {"id": request["id"], "ok": 1})
+
+    thread = threading.Thread(target=child)
+    thread.start()
+    channel = _Channel(requests_w, answers_r, time.monotonic() + 10, 10)
+    try:
+        assert channel.ask("call", ("f", [], {})) == 1
+        with pytest.raises(ProtocolError, match="never made"):
+            channel.ask("call", ("f", [], {}))
+        with pytest.raises(ProtocolError):  # the channel stays refused for the rest of the exercise
+            channel.ask("call", ("f", [], {}))
+    finally:
+        thread.join()
+        for fd in (requests_r, requests_w, answers_r, answers_w):
+            os.close(fd)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import gzip
 import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
+
+from minigrad.files import atomic_write
 
 _TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"), 0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
 
@@ -44,7 +47,7 @@ def read_raw(path: str | Path) -> bytes:
     path = Path(path)
     try:
         return gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    except (OSError, EOFError, gzip.BadGzipFile) as err:
+    except (OSError, EOFError, zlib.error) as err:  # a flipped bit in the deflate stream is a zlib.error
         raise IDXError(f"{path}: cannot be decompressed ({err}); it is truncated or corrupt - delete it and download it again") from None
 
 
@@ -53,4 +56,5 @@ def write_idx(array: np.ndarray, path: str | Path) -> None:
     array = np.ascontiguousarray(array, dtype=np.uint8)
     raw = bytes([0, 0, 0x08, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape) + array.tobytes()
     path = Path(path)
-    path.write_bytes(gzip.compress(raw, mtime=0) if path.suffix == ".gz" else raw)
+    with atomic_write(path) as f:
+        f.write(gzip.compress(raw, mtime=0) if path.suffix == ".gz" else raw)

@@ -38,7 +38,37 @@ SUBSET_SIZES = {"train": 5000, "test": 1000}
 
 
 class MNISTNotFound(FileNotFoundError):
-    """The MNIST files are not on disk and could not be downloaded."""
+    """The MNIST files are not on disk and could not be downloaded.
+
+    ``missing``: the file names; ``folders``: where they were looked for;
+    ``download_errors``: why each download failed (empty with ``download=False``).
+    :meth:`explain` words the message for another interface (the command
+    line says ``--subset`` and ``--no-download``).
+    """
+
+    SUBSET_HINT = "or use MNIST(subset=True) for the small copy shipped with minigrad"
+
+    def __init__(self, missing: list[str], folders: list[Path], root: Path, download_errors: list[str]):
+        self.missing, self.folders, self.root, self.download_errors = missing, folders, root, download_errors
+        super().__init__(self.explain())
+
+    def __reduce__(self):
+        return type(self), (self.missing, self.folders, self.root, self.download_errors)
+
+    def explain(self, subset_hint: str = SUBSET_HINT, no_download: str = "download=False") -> str:
+        looked = "\n  ".join(str(p) for p in self.folders)
+        why = (
+            "\nDownloads failed:\n" + "\n".join(self.download_errors)
+            if self.download_errors
+            else f"\n({no_download}: nothing was downloaded)"
+        )
+        return (
+            f"MNIST files not found: {', '.join(m + '.gz' for m in self.missing)}.\n"
+            f"Looked in:\n  {looked}\n"
+            f"Put the four original files (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
+            f"t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz) in {self.root / 'mnist'}, "
+            f"or set MINIGRAD_DATA to the folder that holds them, {subset_hint}." + why
+        )
 
 
 def _candidates(root: Path) -> list[Path]:
@@ -86,16 +116,7 @@ def locate(split_files: list[str], root: Path, allow_download: bool) -> dict[str
             except DownloadError as err:
                 errors.append(str(err))
     if missing:
-        looked = "\n  ".join(str(p) for p in _candidates(root))
-        why = ("\nDownloads failed:\n" + "\n".join(errors)) if errors else "\n(download=False: nothing was downloaded)"
-        raise MNISTNotFound(
-            f"MNIST files not found: {', '.join(m + '.gz' for m in missing)}.\n"
-            f"Looked in:\n  {looked}\n"
-            f"Put the four original files (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
-            f"t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz) in {root / 'mnist'}, "
-            f"or set MINIGRAD_DATA to the folder that holds them, "
-            f"or use MNIST(subset=True) for the small copy shipped with minigrad." + why
-        )
+        raise MNISTNotFound(missing, _candidates(root), root, errors)
     return found
 
 

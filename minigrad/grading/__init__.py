@@ -9,6 +9,7 @@ In a notebook::
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 from minigrad.grading.loader import find_exercise_file, load_exercise
@@ -30,11 +31,17 @@ def grade(
     memory_mb: int = DEFAULT_MEMORY_MB,
     json_path: str | Path | None = None,
     show: bool = True,
+    seed: int | None = None,
 ) -> list[PartResult]:
-    """Grade chapter ``which`` ("01", 1 or "all"); print the table unless ``show`` is False."""
+    """Grade chapter ``which`` ("01", 1 or "all"); print the table unless ``show`` is False.
+
+    ``seed`` replays a run: every check's random inputs are derived from it (a failing check prints it).
+    """
     which = "all" if str(which) == "all" else str(which)
     files = resolve_files(which, file, folder, reference)
-    results = [grade_part(p, f, timeout=timeout, memory_mb=memory_mb) for p, f in files]
+    seed = random.SystemRandom().randrange(2**32) if seed is None else seed
+    strict = file is not None  # a file named by the user; a folder of submissions is graded file by file
+    results = [grade_part(p, f, timeout=timeout, memory_mb=memory_mb, seed=seed, strict=strict) for p, f in files]
     if show:
         print(table(results), end="")
     if json_path is not None:

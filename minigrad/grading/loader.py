@@ -55,3 +55,50 @@ def load_exercise(key: str | int, path: str | Path | None = None) -> ModuleType:
     With no ``path``, looks for ``exercises/NN_*.py`` from the current folder upwards.
     """
     return load_module(path or find_exercise_file(key))
+
+
+def _top_level_names(source: str) -> set[str] | None:
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+    return names
+
+
+def exercise_names(part: Part) -> set[str]:
+    """The top-level functions and classes of ``part`` that hold its exercises (``Value``, ``unbroadcast``)."""
+    from minigrad.grading.use import exercise_functions
+
+    return {name.split(".")[0] for name in exercise_functions(part.source)}
+
+
+def check_file_matches(part: Part, path: Path) -> None:
+    """Raise ValueError if ``path`` defines none of ``part``'s exercise names but another part's (read by AST, never run)."""
+    from minigrad.grading.manifest import parts
+
+    defined = _top_level_names(Path(path).read_text(errors="replace"))
+    if defined is None or defined & exercise_names(part):
+        return  # a file that does not parse is graded (its SyntaxError is the learner's feedback)
+    matches = [p for p in parts() if p != part and defined & exercise_names(p)]
+    if not matches:
+        return
+    best = max(matches, key=lambda p: len(defined & exercise_names(p)))
+    wanted = ", ".join(sorted(exercise_names(part)))
+    raise ValueError(
+        f"{path} does not look like chapter {part.chapter}'s exercise file {part.file}: it defines none of "
+        f"{wanted}, but it does define {', '.join(sorted(defined & exercise_names(best)))} from chapter "
+        f"{best.chapter}'s {best.file}. Grade it with `minigrad grade {best.exercises[0].id if len(chapter_parts(best)) > 1 else best.chapter} --file {path}`, "
+        f"or pass chapter {part.chapter}'s file"
+    )
+
+
+def chapter_parts(part: Part) -> tuple[Part, ...]:
+    from minigrad.grading.manifest import chapter
+
+    return chapter(part.chapter).parts

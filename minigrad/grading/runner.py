@@ -1,27 +1,43 @@
-"""Grade a learner's file: each exercise's checks run in their own sandboxed process.
+"""Grade a learner's file: the checks run here, the learner's code in one sandboxed child per exercise.
 
-One process per exercise means an infinite loop or a crash in one exercise
-costs only that exercise's points. Scores are ``points * passed / checks``;
-the maximum always comes from the manifest.
+The trust boundary: this process imports the (trusted) check modules, chooses
+every input, and computes every verdict; it never imports or runs the
+submission. The child (:mod:`minigrad.grading.child`) loads the submission and
+only answers probe requests, one at a time, over a pipe, with plain data
+(:mod:`minigrad.grading.wire`). Whatever it sends can only be an answer: the
+checks compare answers with the library's reference and with finite
+differences computed here, so only correct answers score. The checks that
+exist and the points come from this process's own import of the check module
+and from the manifest, never from the child.
+
+One child per exercise means an infinite loop or a crash in one exercise
+costs only that exercise's points. Scores are ``points * passed / checks``
+(0 if a ``required`` check fails); the maximum always comes from the manifest.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import random
+import secrets
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
-from minigrad.grading import sandbox
-from minigrad.grading.loader import find_exercise_file
-from minigrad.grading.manifest import Exercise, Part, chapter, chapters, part_of
+from minigrad.grading import guard, sandbox, wire
+from minigrad.grading.loader import check_file_matches, find_exercise_file
+from minigrad.grading.manifest import PACKAGE_DIR, Exercise, Part, chapter, chapters, part_of, parts
+from minigrad.grading.probing import Learner, LearnerError, check_seed, checks_in
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MEMORY_MB = 2048
+MIN_MEMORY_MB = 512  # the child imports NumPy and the library before it runs any of the learner's code
 
-_PYTEST_INI = "[pytest]\naddopts = -p no:cacheprovider\n"
 
 
 @dataclass
@@ -32,6 +48,7 @@ class ExerciseResult:
     output: str
     checks_passed: int = 0
     checks_total: int = 0
+    seed: int | None = None
 
     @property
     def max_score(self) -> float:
@@ -55,65 +72,209 @@ class PartResult:
         return self.part.max_points
 
 
-def _read_results(path: Path) -> tuple[list[str] | None, dict[str, tuple[bool, str]]]:
-    collected, outcome = None, {}
-    if not path.exists():
-        return collected, outcome
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if entry.get("event") == "collected":
-            collected = entry["tests"]
-        elif entry.get("event") == "result":
-            ok, message = outcome.get(entry["test"], (True, ""))
-            passed = ok and entry["outcome"] == "passed"
-            outcome[entry["test"]] = (passed, message or entry.get("message", ""))
-    return collected, outcome
-
-
 def _tail(text: str, lines: int = 15) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def grade_exercise(ch: Part, exercise: Exercise, file: Path, timeout: float, memory_mb: int) -> ExerciseResult:
-    with tempfile.TemporaryDirectory(prefix="minigrad-grade-") as tmp:
-        tmp = Path(tmp)
-        (tmp / "pytest.ini").write_text(_PYTEST_INI)
-        results = tmp / "results.jsonl"
-        env = dict(os.environ, MINIGRAD_SUBMISSION=str(file), MINIGRAD_RESULTS=str(results))
-        env.pop("PYTEST_ADDOPTS", None)
-        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only our plugin: faster start, no surprises
-        command = [
-            sys.executable, "-m", "pytest", str(ch.checks),
-            "-c", str(tmp / "pytest.ini"), "--rootdir", str(tmp),
-            "-p", "minigrad.grading.pytest_plugin", "--exercise", exercise.id,
-            "-q", "--tb=short", "--no-header",
-        ]
-        run = sandbox.run(command, timeout=timeout, memory_mb=memory_mb, env=env, cwd=tmp, log_path=tmp / "log.txt")
-        collected, outcome = _read_results(results)
+class ChildGone(Exception):
+    """The child timed out or died: no more answers for this exercise."""
 
-    if not collected:
-        why = f"timed out after {timeout:g} s" if run.timed_out else "the checks could not start"
-        return ExerciseResult(exercise, 0.0, "timeout" if run.timed_out else "crashed", f"{why}\n{_tail(run.output)}")
-    passed = sum(1 for test in collected if outcome.get(test, (False, ""))[0])
-    score = round(exercise.points * passed / len(collected), 2)
-    messages = []
-    for test in collected:
-        ok, message = outcome.get(test, (False, ""))
-        if not ok:
-            name = test.split("::")[-1]
-            if test not in outcome:
-                message = f"timed out after {timeout:g} s (an infinite loop?)" if run.timed_out else "did not finish: the process died (sys.exit/os._exit/crash?)"
-            messages.append(f"{name}: {message}")
-    if run.timed_out:
+    def __init__(self, message: str, timed_out: bool):
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+class LoadError(LearnerError):
+    """The submission could not be loaded (same for every seed)."""
+
+
+class ProtocolError(Exception):
+    """The answer channel carried something other than one well-formed answer per request."""
+
+
+class _Channel:
+    """The parent's end of the grading channel: one request, then exactly one answer, before the deadline."""
+
+    def __init__(self, requests_fd: int, answers_fd: int, deadline: float, timeout: float):
+        self.requests, self.answers, self.timeout = requests_fd, answers_fd, timeout
+        self.budget = deadline - time.monotonic()  # seconds of waiting for the child left (the checks' own time is free)
+        self.session = 0
+        self.broken: Exception | None = None
+
+    def _read(self) -> dict:
+        start = time.monotonic()
+        try:
+            return wire.read_frame(self.answers, start + self.budget)
+        except wire.ChannelTimeout:
+            self.broken = ChildGone(f"timed out after {self.timeout:g} s (an infinite loop?)", True)
+        except (wire.ChannelClosed, OSError):
+            self.broken = ChildGone("did not finish: the process died (sys.exit/os._exit/crash?)", False)
+        except wire.WireError as err:
+            self.broken = ProtocolError(f"the answer channel carried a malformed frame: {err}")
+        finally:
+            self.budget -= time.monotonic() - start
+        raise self.broken
+
+    def hello(self, nonce: str) -> dict:
+        frame = self._read()
+        if frame.get("hello") != nonce or not set(frame) <= {"hello", "error", "where", "mro"}:
+            self.broken = ProtocolError("the answer channel carried a frame before the grader's greeting")
+            raise self.broken
+        return frame
+
+    def ask(self, probe: str, args, depth: bool = False):
+        if self.broken is not None:
+            raise self.broken
+        request_id = secrets.token_hex(12)
+        message = {"id": request_id, "session": self.session, "probe": probe, "args": wire.to_wire(args), "depth": depth}
+        try:
+            wire.write_frame(self.requests, message)
+        except OSError:
+            self.broken = ChildGone("did not finish: the process died (sys.exit/os._exit/crash?)", False)
+            raise self.broken from None
+        frame = self._read()
+        if frame.get("id") != request_id:
+            self.broken = ProtocolError("the answer channel carried an answer for a request the grader never made")
+            raise self.broken
+        if "error" in frame:
+            if not set(frame) <= {"id", "error", "where", "mro"}:
+                self.broken = ProtocolError("a malformed error answer")
+                raise self.broken
+            error, where, mro = frame["error"], frame.get("where"), frame.get("mro") or []
+            if type(error) is not str or not (where is None or type(where) is str) or not all(type(m) is str for m in mro):
+                self.broken = ProtocolError("a malformed error answer")
+                raise self.broken
+            raise LearnerError(error, where, tuple(mro))
+        if set(frame) != ({"id", "ok", "depth"} if depth else {"id", "ok"}):
+            self.broken = ProtocolError("a malformed answer")
+            raise self.broken
+        try:
+            value = wire.from_wire(frame["ok"])
+        except wire.WireError as err:
+            self.broken = ProtocolError(f"an answer that is not plain data: {err}")
+            raise self.broken from None
+        if depth:
+            if type(frame["depth"]) is not int:
+                self.broken = ProtocolError("a malformed stack depth")
+                raise self.broken
+            return value, frame["depth"]
+        return value
+
+    def bye(self) -> None:
+        """End the conversation; any frame other than the child's goodbye is a forged one."""
+        if self.broken is not None:
+            return
+        try:
+            wire.write_frame(self.requests, {"bye": "bye"})
+            frame = wire.read_frame(self.answers, time.monotonic() + max(0.0, min(self.budget, 5.0)))
+        except (OSError, EOFError, TimeoutError, wire.WireError):
+            return
+        if frame != {"bye": "bye"}:
+            self.broken = ProtocolError("the answer channel carried an answer for a request the grader never made")
+
+
+def module_name(part: Part) -> str:
+    """The dotted name of the library module ``part`` is carved from (``minigrad.tensor.grad_rules``)."""
+    relative = part.source.resolve().relative_to(PACKAGE_DIR).with_suffix("")
+    return ".".join((PACKAGE_DIR.name, *relative.parts))
+
+
+def _check_module(part: Part) -> ModuleType:
+    return importlib.import_module(f"minigrad.grading.checks.{part.checks.stem}")
+
+
+def _child_config(part: Part, file: Path, requests: int, answers: int, nonce: str) -> dict:
+    repo = PACKAGE_DIR.parent if (PACKAGE_DIR.parent / "solutions").is_dir() else None
+    files, dirs = guard.protected_paths([p.source for p in parts()], part.source, repo)
+    if file.resolve() == part.source.resolve():  # grading the reference itself
+        files = [f for f in files if Path(f).resolve() != file.resolve()]
+    return {
+        "requests_fd": requests, "answers_fd": answers, "submission": str(file), "module": module_name(part),
+        "checks": f"minigrad.grading.checks.{part.checks.stem}", "nonce": nonce,
+        "protected_files": [str(f) for f in files], "protected_dirs": [str(d) for d in dirs],
+    }
+
+
+def _failure(check, err: BaseException, seed: int) -> str:
+    if isinstance(err, (ChildGone, ProtocolError, LoadError)):
+        return f"{check.__name__}: {err}"
+    if isinstance(err, AssertionError):
+        message = str(err) or "assertion failed"
+    elif isinstance(err, LearnerError):
+        message = str(err)
+    else:
+        message = f"{type(err).__name__}: {err}"
+    return f"{check.__name__}: {message[-2000:]} [seed {seed}]"
+
+
+def grade_exercise(part: Part, exercise: Exercise, file: Path, timeout: float, memory_mb: int, seed: int | None = None) -> ExerciseResult:
+    """Run the exercise's checks here, with the submission answering probes in a sandboxed child."""
+    checks = checks_in(_check_module(part), exercise.id)
+    if not checks:
+        raise RuntimeError(f"exercise {exercise.id} has no checks in {part.checks.name}")
+    seed = random.SystemRandom().randrange(2**32) if seed is None else seed
+    source = file.read_text(errors="replace")
+    nonce = secrets.token_hex(12)
+    requests_r, requests_w = os.pipe()
+    answers_r, answers_w = os.pipe()
+    messages: list[str] = []
+    failed_required: list[str] = []
+    passed = 0
+    timed_out = False
+    with tempfile.TemporaryDirectory(prefix="minigrad-grade-") as tmp:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MINIGRAD_RESULTS", "PYTEST_", "PYTHONBREAKPOINT"))}
+        config = _child_config(part, file, requests_r, answers_w, nonce)
+        command = [sys.executable, "-m", "minigrad.grading.child", json.dumps(config)]
+        box = sandbox.start(command, timeout=timeout, memory_mb=memory_mb, env=env, cwd=tmp,
+                            log_path=Path(tmp) / "log.txt", pass_fds=(requests_r, answers_w))
+        os.close(requests_r)
+        os.close(answers_w)
+        channel = _Channel(requests_w, answers_r, box.start + timeout, timeout)
+        try:
+            load_error = None
+            try:
+                hello = channel.hello(nonce)
+                if "error" in hello:
+                    load_error = LoadError(f"could not load your file: {hello['error']}", hello.get("where"))
+            except (ChildGone, ProtocolError):
+                pass
+            learner = Learner(channel.ask, source, file)
+            for check in checks:
+                channel.session += 1
+                try:
+                    if load_error is not None:
+                        raise load_error
+                    if channel.broken is not None:
+                        raise channel.broken
+                    check(learner, random.Random(check_seed(seed, check.__name__)))
+                    passed += 1
+                except Exception as err:  # any failure of a check costs that check
+                    messages.append(_failure(check, err, seed))
+                    if getattr(check, "_required", False):
+                        failed_required.append(check.__name__)
+            channel.bye()
+            if channel.broken is not None and passed:
+                messages.append(str(channel.broken))
+                passed = 0
+        finally:
+            os.close(requests_w)
+            os.close(answers_r)
+            output = box.finish()
+        timed_out = isinstance(channel.broken, ChildGone) and channel.broken.timed_out
+    if timed_out:
         status = "timeout"
-    elif passed == len(collected):
+    elif passed == len(checks):
         status = "passed"
     else:
         status = "partial" if passed else "failed"
-    return ExerciseResult(exercise, score, status, "\n".join(messages), passed, len(collected))
+    if status != "passed" and output.strip():
+        messages.append("your code printed:\n" + _tail(output, 8))
+    score = round(exercise.points * passed / len(checks), 2)
+    if failed_required:
+        score = 0.0
+        status = "failed"
+        messages.insert(0, f"{', '.join(failed_required)} must pass for this exercise to score")
+    return ExerciseResult(exercise, score, status, "\n".join(messages), passed, len(checks), seed)
 
 
 def grade_part(
@@ -121,15 +282,41 @@ def grade_part(
     file: str | Path | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     memory_mb: int = DEFAULT_MEMORY_MB,
+    seed: int | None = None,
+    strict: bool = True,
 ) -> PartResult:
-    """Grade one exercise file (default: ``exercises/NN_*.py`` found from the current folder)."""
+    """Grade one exercise file (default: ``exercises/NN_*.py`` found from the current folder).
+
+    A file that looks like another chapter's raises ValueError if ``strict``, else scores 0 saying so.
+    """
+    check_limits(timeout, memory_mb)
     path = Path(file).resolve() if file else find_exercise_file(part)
+    if path.is_dir():
+        raise ValueError(f"--file {file}: is a folder; pass the exercise file itself (e.g. --file {Path(file) / part.file}) or use --dir {file}")
     if not path.is_file():
         raise FileNotFoundError(f"grade {part.chapter}: no such file {path}")
     result = PartResult(part, path)
+    try:
+        check_file_matches(part, path)
+    except ValueError as err:
+        if strict:
+            raise
+        result.exercises = [ExerciseResult(e, 0.0, "failed", str(err), 0, 0, seed) for e in part.exercises]
+        return result
     for exercise in part.exercises:
-        result.exercises.append(grade_exercise(part, exercise, path, timeout, memory_mb))
+        result.exercises.append(grade_exercise(part, exercise, path, timeout, memory_mb, seed))
     return result
+
+
+def check_limits(timeout: float, memory_mb: int) -> None:
+    """Raise ValueError naming the option, the value and a fix for limits the grader cannot run under."""
+    if not (isinstance(timeout, (int, float)) and timeout > 0 and timeout == timeout and timeout != float("inf")):
+        raise ValueError(f"--timeout {timeout}: must be a positive number of seconds per exercise (default {DEFAULT_TIMEOUT:g}), e.g. --timeout 60")
+    if not isinstance(memory_mb, int) or memory_mb < MIN_MEMORY_MB:
+        raise ValueError(
+            f"--memory-mb {memory_mb}: below the minimum of {MIN_MEMORY_MB} MB the grader needs to start Python with NumPy "
+            f"(default {DEFAULT_MEMORY_MB}); e.g. --memory-mb {DEFAULT_MEMORY_MB}"
+        )
 
 
 def resolve_files(which: str, file: str | Path | None, folder: str | Path | None, reference: bool) -> list[tuple[Part, Path | None]]:

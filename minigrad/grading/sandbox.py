@@ -78,6 +78,51 @@ def _kill_everything(pgid: int, token: str) -> None:
         time.sleep(0.02)
 
 
+class Sandboxed:
+    """A running sandboxed child; :meth:`finish` kills it and everything it started."""
+
+    def __init__(self, proc: subprocess.Popen, token: str, log, log_path: Path, start: float):
+        self.proc, self.token, self._log, self.log_path, self.start = proc, token, log, Path(log_path), start
+
+    def finish(self) -> str:
+        """Kill the child's process group and every process carrying its token; return the log."""
+        _kill_everything(self.proc.pid, self.token)
+        self.proc.wait()
+        self._log.close()
+        return self.log_path.read_text(errors="replace")
+
+
+def start(
+    command: list[str],
+    *,
+    timeout: float,
+    memory_mb: int = 2048,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    log_path: str | Path,
+    pass_fds: tuple[int, ...] = (),
+) -> Sandboxed:
+    """Start ``command`` under the limits (CPU time about ``timeout``); the caller enforces the wall clock."""
+    token = uuid.uuid4().hex
+    child_env = dict(os.environ if env is None else env)
+    child_env[TOKEN_VARIABLE] = token
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        child_env.setdefault(var, "1")
+    log = open(log_path, "wb")
+    proc = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=child_env,
+        cwd=cwd,
+        start_new_session=True,
+        pass_fds=pass_fds,
+        preexec_fn=_limits(memory_mb * 2**20, int(timeout) + 2),
+    )
+    return Sandboxed(proc, token, log, Path(log_path), time.monotonic())
+
+
 def run(
     command: list[str],
     *,
@@ -88,30 +133,11 @@ def run(
     log_path: str | Path,
 ) -> SandboxResult:
     """Run ``command`` under the limits; always returns, after at most about ``timeout`` seconds."""
-    token = uuid.uuid4().hex
-    child_env = dict(os.environ if env is None else env)
-    child_env[TOKEN_VARIABLE] = token
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        child_env.setdefault(var, "1")
-    start = time.monotonic()
+    box = start(command, timeout=timeout, memory_mb=memory_mb, env=env, cwd=cwd, log_path=log_path)
     timed_out = False
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=child_env,
-            cwd=cwd,
-            start_new_session=True,
-            preexec_fn=_limits(memory_mb * 2**20, int(timeout) + 2),
-        )
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            _kill_everything(proc.pid, token)
-            proc.wait()
-    output = Path(log_path).read_text(errors="replace")
-    return SandboxResult(proc.returncode, timed_out, time.monotonic() - start, output)
+    try:
+        box.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    output = box.finish()
+    return SandboxResult(box.proc.returncode, timed_out, time.monotonic() - box.start, output)

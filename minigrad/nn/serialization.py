@@ -11,13 +11,14 @@ trip is bit-exact.
 from __future__ import annotations
 
 import json
+import math
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from minigrad.files import atomic_write
 from minigrad.tensor import Tensor, tensor
 
 FORMAT = "minigrad-checkpoint"
@@ -59,51 +60,155 @@ def _encode(obj, arrays: dict[str, np.ndarray], where: str):
     )
 
 
-def _decode(node, archive):
-    if isinstance(node, list):
-        return [_decode(v, archive) for v in node]
-    if isinstance(node, dict):
-        if "__tensor__" in node:
-            return tensor(archive[node["__tensor__"]], requires_grad=node.get("requires_grad", False))
-        if "__ndarray__" in node:
-            return archive[node["__ndarray__"]]
-        if "__tuple__" in node:
-            return tuple(_decode(v, archive) for v in node["__tuple__"])
-        if "__dict__" in node:
-            return {k: _decode(v, archive) for k, v in node["__dict__"]}
-        raise CheckpointError(f"load: unknown entry {sorted(node)} in the checkpoint structure")
-    return node
-
-
 def save(obj, path: str | os.PathLike) -> Path:
-    """Write ``obj`` (e.g. ``{"model": model.state_dict(), "optimizer": opt.state_dict()}``) to ``path``."""
+    """Write ``obj`` (e.g. ``{"model": model.state_dict(), "optimizer": opt.state_dict()}``) to ``path``.
+
+    The write is atomic (:func:`minigrad.files.atomic_write`): the file appears
+    complete or not at all, an existing checkpoint is replaced only by a
+    complete one (and keeps its permissions), and nothing is left behind on
+    failure. Missing parent folders are created.
+    """
     arrays: dict[str, np.ndarray] = {}
     structure = {"format": FORMAT, "version": VERSION, "root": _encode(obj, arrays, "obj")}
     arrays[_STRUCTURE] = np.frombuffer(json.dumps(structure).encode(), dtype=np.uint8)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as tmp:
-        np.savez(tmp, **arrays)
-    os.replace(tmp.name, path)  # never leave a half-written checkpoint under the real name
+    with atomic_write(path) as f:
+        np.savez(f, **arrays)
     return path
 
 
 def load(path: str | os.PathLike):
-    """Read a checkpoint written by :func:`save`; tensors come back bit-exact."""
+    """Read a checkpoint written by :func:`save`; tensors come back bit-exact.
+
+    A file that is not a readable checkpoint (truncated, corrupted, another
+    format, or crafted) raises :class:`CheckpointError`, whatever is wrong
+    with it; a missing file raises ``FileNotFoundError``. Arrays are checked
+    against their headers before they are read, and nothing in the file can
+    make loading run code.
+    """
     path = Path(path)
-    if not path.is_file():
+    if path.is_dir():
+        raise CheckpointError(f"load: {path} is a folder, not a checkpoint file; pass the path of the .npz file")
+    if not path.exists():
         raise FileNotFoundError(f"load: no such checkpoint: {path}")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            if _STRUCTURE not in archive.files:
-                raise CheckpointError(f"load: {path} is an .npz file but not a minigrad checkpoint (no {_STRUCTURE} entry)")
-            structure = json.loads(archive[_STRUCTURE].tobytes().decode())
-            if structure.get("format") != FORMAT:
-                raise CheckpointError(f"load: {path} is not a minigrad checkpoint")
-            if structure.get("version", 0) > VERSION:
-                raise CheckpointError(f"load: {path} was written by a newer minigrad (format {structure['version']}); upgrade minigrad")
-            return _decode(structure["root"], {k: archive[k] for k in archive.files if k != _STRUCTURE})
-    except CheckpointError:
-        raise
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"load: {path} is corrupt or truncated ({type(err).__name__}: {err}); save it again") from None
+    with open(path, "rb") as file:  # errors opening it (permissions, ...) are the system's, not the content's
+        try:
+            with zipfile.ZipFile(file) as archive:
+                return _Reader(archive, path).read()
+        except CheckpointError:
+            raise
+        except RecursionError:
+            raise CheckpointError(f"load: {path} is not a minigrad checkpoint: its structure is nested too deeply") from None
+        except Exception as err:  # noqa: BLE001 - whatever the bytes make a parser raise means the same thing
+            raise CheckpointError(
+                f"load: {path} is corrupt or truncated ({_detail(err)}); it cannot be read - "
+                f"save it again, or load an earlier copy"
+            ) from err
+
+
+def _detail(err: Exception) -> str:
+    """The parser's complaint, short; never its advice to trust the file (loading stays pickle-free)."""
+    text = str(err)
+    if "pickle" in text:
+        return type(err).__name__
+    return f"{type(err).__name__}: {text[:200]}"
+
+
+_MAX_DEPTH = 200  # far more nesting than any state_dict has; deeper means a crafted file
+
+
+class _Reader:
+    """Reads one checkpoint archive, checking every entry before it is used."""
+
+    def __init__(self, archive: zipfile.ZipFile, path: Path) -> None:
+        self.archive, self.path = archive, path
+        self.members = {info.filename[: -len(".npy")]: info for info in archive.infolist() if info.filename.endswith(".npy")}
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def fail(self, problem: str) -> CheckpointError:
+        return CheckpointError(f"load: {self.path} is not a valid minigrad checkpoint: {problem}")
+
+    def read(self):
+        if _STRUCTURE not in self.members:
+            raise CheckpointError(f"load: {self.path} is a zip/.npz file but not a minigrad checkpoint (no {_STRUCTURE} entry)")
+        raw = self.array(_STRUCTURE)
+        if raw.dtype != np.uint8 or raw.ndim != 1:
+            raise self.fail(f"its {_STRUCTURE} entry is a {raw.dtype} array of shape {raw.shape}, not bytes")
+        try:
+            structure = json.loads(raw.tobytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise self.fail(f"its {_STRUCTURE} entry is not valid JSON ({err})") from None
+        if not isinstance(structure, dict) or structure.get("format") != FORMAT:
+            raise CheckpointError(f"load: {self.path} is not a minigrad checkpoint")
+        version = structure.get("version")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise self.fail(f"format version {version!r} is not a positive integer")
+        if version > VERSION:
+            raise CheckpointError(f"load: {self.path} was written by a newer minigrad (format {version}); upgrade minigrad")
+        if "root" not in structure:
+            raise self.fail("its structure has no 'root'")
+        return self.decode(structure["root"], "obj", 0)
+
+    def decode(self, node, where: str, depth: int):
+        if depth > _MAX_DEPTH:
+            raise self.fail(f"it is nested more than {_MAX_DEPTH} levels deep at {where[:200]}...")
+        if isinstance(node, list):
+            return [self.decode(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(node)]
+        if not isinstance(node, dict):
+            return node  # JSON leaves: None, bool, int, float, str
+        if "__tensor__" in node and set(node) <= {"__tensor__", "requires_grad"}:
+            requires_grad = node.get("requires_grad", False)
+            if not isinstance(requires_grad, bool):
+                raise self.fail(f"{where} has requires_grad={requires_grad!r}, not true/false")
+            array = self.array(node["__tensor__"], where)
+            try:
+                return tensor(array, requires_grad=requires_grad)
+            except Exception as err:  # noqa: BLE001 - e.g. a dtype no tensor can have
+                raise self.fail(f"{where} cannot be a tensor ({type(err).__name__}: {err})") from None
+        if list(node) == ["__ndarray__"]:
+            return self.array(node["__ndarray__"], where)
+        if list(node) == ["__tuple__"] and isinstance(node["__tuple__"], list):
+            return tuple(self.decode(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(node["__tuple__"]))
+        if list(node) == ["__dict__"] and isinstance(node["__dict__"], list):
+            out = {}
+            for pair in node["__dict__"]:
+                if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], (str, int))
+                        and not isinstance(pair[0], bool)):
+                    raise self.fail(f"{where} holds {str(pair)[:80]} where a [key, value] pair (string or int key) belongs")
+                out[pair[0]] = self.decode(pair[1], f"{where}[{pair[0]!r}]", depth + 1)
+            return out
+        raise self.fail(f"unknown entry {sorted(node)[:5]} at {where}")
+
+    def array(self, key, where: str = _STRUCTURE) -> np.ndarray:
+        """Entry ``key``, after checking that its header is sound and matches its size."""
+        if not isinstance(key, str) or key not in self.members:
+            raise self.fail(f"{where} refers to the array {str(key)[:80]!r}, which the file does not contain")
+        if key not in self.arrays:
+            self.arrays[key] = self._read_array(key)
+        return self.arrays[key]
+
+    def _read_array(self, key: str) -> np.ndarray:
+        info = self.members[key]
+        with self.archive.open(info) as fp:
+            try:
+                version = np.lib.format.read_magic(fp)
+                read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+                if version not in read_header:
+                    raise self.fail(f"array {key!r} has .npy format version {version}, which save() never writes")
+                shape, _, dtype = read_header[version](fp)
+            except CheckpointError:
+                raise
+            except ValueError:  # NumPy's words here would suggest trusting the file; we never do
+                raise self.fail(f"array {key!r} has a malformed .npy header") from None
+            header_size = fp.tell()
+        if dtype.hasobject:
+            raise self.fail(f"array {key!r} holds Python objects ({dtype}); checkpoints hold only numeric arrays")
+        nbytes = math.prod(shape) * dtype.itemsize
+        if header_size + nbytes != info.file_size:
+            raise self.fail(
+                f"array {key!r} is damaged: its header says shape {shape} of {dtype} ({nbytes} bytes) but the "
+                f"entry holds {info.file_size - header_size} bytes"
+            )
+        with self.archive.open(info) as fp:
+            return np.lib.format.read_array(fp, allow_pickle=False)

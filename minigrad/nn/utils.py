@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from minigrad.tensor import Tensor, no_grad, stack, tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
@@ -29,10 +31,15 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
 
     ``parameters``: an iterable of tensors (``model.parameters()``) or one
     tensor. Returns the total norm *before* clipping (log it: it tells you
-    how often clipping kicks in).
+    how often clipping kicks in). ``max_norm`` must be >= 0 (``inf``: never
+    clip) and ``norm_type`` > 0 (``inf``: the largest absolute value).
+
+    A non-finite total norm (a nan or inf somewhere in the gradients) raises
+    with ``error_if_nonfinite=True``; otherwise, as in PyTorch, the gradients
+    are scaled by the non-finite coefficient, which turns them to nan/0.
     """
+    max_norm, norm_type = _check_clip_arguments(max_norm, norm_type)
     grads = _grads(parameters)
-    max_norm, norm_type = float(max_norm), float(norm_type)
     if not grads:
         return tensor(0.0)
     with no_grad():
@@ -45,13 +52,36 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
         if error_if_nonfinite and not math.isfinite(value):
             raise RuntimeError(
                 f"clip_grad_norm_: the total {norm_type}-norm of the gradients is {value}, so they cannot be "
-                f"clipped; look for a nan/inf in the loss, or pass error_if_nonfinite=False"
+                f"clipped; look for a nan/inf in the loss, or pass error_if_nonfinite=False to scale them "
+                f"by the non-finite norm anyway (as PyTorch does)"
             )
         coefficient = max_norm / (value + 1e-6)
-        if coefficient < 1:
-            for g in grads:
-                g.mul_(coefficient)
+        if not coefficient >= 1:  # a nan coefficient scales too, as in PyTorch
+            with np.errstate(invalid="ignore"):  # inf * 0 = nan is the documented outcome, not a surprise
+                for g in grads:
+                    g.mul_(coefficient)
     return total
+
+
+def _check_clip_arguments(max_norm, norm_type) -> tuple[float, float]:
+    try:
+        max_norm, norm_type = float(max_norm), float(norm_type)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"clip_grad_norm_: max_norm and norm_type must be numbers, got max_norm={max_norm!r}, "
+            f"norm_type={norm_type!r}"
+        ) from None
+    if not max_norm >= 0:
+        raise ValueError(
+            f"clip_grad_norm_: max_norm={max_norm!r} must be >= 0 (a negative one would flip the gradients' "
+            f"signs); typical values are 1.0 or 5.0, and float('inf') never clips"
+        )
+    if not norm_type > 0:
+        raise ValueError(
+            f"clip_grad_norm_: norm_type={norm_type!r} must be > 0; use 2.0 (the Euclidean norm, default), "
+            f"1.0, or float('inf') (the largest absolute value)"
+        )
+    return max_norm, norm_type
 
 
 def clip_grad_value_(parameters, clip_value: float) -> None:

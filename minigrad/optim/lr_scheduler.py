@@ -53,6 +53,17 @@ def _check_real(scheduler: str, name: str, value, low: float, high: float | None
         raise ValueError(f"{scheduler}: invalid {name}={value!r}; it must be a number {bound}")
 
 
+def _check_scheduled_lr(scheduler: "LRScheduler", group: int, lr) -> None:
+    """A learning rate a schedule produced must be a finite number >= 0: a nan or negative one ruins the weights."""
+    if not isinstance(lr, bool) and isinstance(lr, numbers.Real) and math.isfinite(lr) and lr >= 0:
+        return
+    raise ValueError(
+        f"{type(scheduler).__name__}: at step (last_epoch) {scheduler.last_epoch} the schedule gives "
+        f"lr={lr!r} for parameter group {group} (base lr {scheduler.base_lrs[group]!r}); a learning rate must "
+        f"be a finite number >= 0. Check the schedule's formula (e.g. lr_lambda) at this step; nothing was changed"
+    )
+
+
 class LRScheduler:
     """Base class: keeps ``last_epoch`` and ``base_lrs``, and writes ``get_lr()`` into the optimizer.
 
@@ -90,9 +101,17 @@ class LRScheduler:
         raise NotImplementedError(f"{type(self).__name__} does not implement get_lr()")
 
     def step(self) -> None:
-        """Advance the schedule by one step and write the new learning rates into the optimizer."""
+        """Advance the schedule by one step and write the new learning rates into the optimizer.
+
+        A schedule that produces a negative or non-finite learning rate raises
+        ``ValueError`` and changes nothing (neither the optimizer nor ``last_epoch``).
+        """
         self.last_epoch += 1
-        self._apply(self.get_lr())
+        try:
+            self._apply(self.get_lr())
+        except BaseException:
+            self.last_epoch -= 1
+            raise
 
     def _apply(self, lrs: list[float]) -> None:
         groups = self.optimizer.param_groups
@@ -101,6 +120,8 @@ class LRScheduler:
                 f"{type(self).__name__}: the optimizer has {len(groups)} parameter groups but the scheduler "
                 f"was made for {len(lrs)}; create the scheduler after the last add_param_group()"
             )
+        for i, lr in enumerate(lrs):
+            _check_scheduled_lr(self, i, lr)
         for group, lr in zip(groups, lrs):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in groups]
@@ -315,19 +336,26 @@ class SequentialLR(LRScheduler):
     def _start(self, idx: int, epoch: int) -> None:
         """Make scheduler ``idx`` the active one, at its own step ``epoch``."""
         scheduler = self._schedulers[idx]
-        scheduler.last_epoch = epoch
-        scheduler._apply(scheduler.get_lr())
+        previous, scheduler.last_epoch = scheduler.last_epoch, epoch
+        try:
+            scheduler._apply(scheduler.get_lr())
+        except BaseException:
+            scheduler.last_epoch = previous
+            raise
         self._last_lr = scheduler.get_last_lr()
 
     def step(self) -> None:
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
-        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
-            self._start(idx, 0)
-        else:
-            scheduler = self._schedulers[idx]
-            scheduler.step()
-            self._last_lr = scheduler.get_last_lr()
+        try:
+            if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+                self._start(idx, 0)
+            else:
+                self._schedulers[idx].step()
+        except BaseException:
+            self.last_epoch -= 1
+            raise
+        self._last_lr = self._schedulers[idx].get_last_lr()
 
     def get_lr(self) -> list[float]:
         return self._schedulers[bisect_right(self._milestones, self.last_epoch)].get_lr()

@@ -117,6 +117,18 @@ def check_number(optimizer: str, name: str, value, low: float = 0.0, high: float
         raise ValueError(f"{optimizer}: invalid {name}={value!r}; it must be {'in ' if high is not None else ''}{interval}{advice}")
 
 
+def _check_current_lr(optimizer: "Optimizer", index: int, lr) -> None:
+    """Refuse a nan, infinite or negative ``lr`` set by editing ``param_groups`` after construction."""
+    if type(lr) is float and 0.0 <= lr < math.inf:  # the usual case, checked in nanoseconds
+        return
+    if not isinstance(lr, bool) and isinstance(lr, numbers.Real) and math.isfinite(lr) and lr >= 0:
+        return
+    raise ValueError(
+        f"{type(optimizer).__name__}.step: parameter group {index} has lr={lr!r}; a learning rate must be a "
+        f"finite number >= 0 (was param_groups[{index}]['lr'] set to it after the optimizer was created?)"
+    )
+
+
 def _as_state_tensor(value, param: Tensor) -> Tensor:
     """A fresh tensor with ``value``'s numbers, ``param``'s dtype and device, tagged as optimizer state."""
     host = value._host() if isinstance(value, Tensor) else np.asarray(value)
@@ -267,7 +279,8 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         with no_grad():
-            for group in self.param_groups:
+            for i, group in enumerate(self.param_groups):
+                _check_current_lr(self, i, group.get("lr", 0.0))
                 for p in group["params"]:
                     if p.grad is not None:
                         self._update(p, self.state[p], group)

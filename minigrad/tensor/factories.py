@@ -13,6 +13,9 @@ memory (and keeps its strides), as in PyTorch.
 
 from __future__ import annotations
 
+import operator
+import sys
+
 import numpy as np
 
 from minigrad.tensor import rng
@@ -28,13 +31,36 @@ __all__ = [
 ]
 
 
-def _size(size) -> tuple[int, ...]:
+def _size(size, op: str | None = None) -> tuple[int, ...]:
+    """``(2, 3)``, ``((2, 3),)`` or ``([2, 3],)`` as a tuple of non-negative ints, with clear errors.
+
+    Sizes must be integers (``int``, NumPy integers, 0-d integer tensors), as
+    in PyTorch and in ``reshape``: ``2.5`` or even ``2.0`` is refused, never
+    truncated. ``op`` names the factory in the error (default: the caller).
+    """
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    try:
-        return tuple(int(s) for s in size)
-    except TypeError:
-        raise TypeError(f"sizes must be ints, got {size!r}") from None
+    sizes = []
+    for position, s in enumerate(size):
+        try:
+            if isinstance(s, (bool, np.bool_)):
+                raise TypeError
+            s = operator.index(s)
+        except TypeError:
+            op = op or sys._getframe(1).f_code.co_name
+            raise TypeError(
+                f"{op}: sizes must be ints, got {type(s).__name__} {s} at position {position} of size "
+                f"{_shown(size)}; pass whole numbers (int(n) or round(n) if a computed size is a float)"
+            ) from None
+        if s < 0:
+            op = op or sys._getframe(1).f_code.co_name
+            raise ValueError(f"{op}: sizes must be >= 0, got {s} at position {position} of size {_shown(size)}")
+        sizes.append(s)
+    return tuple(sizes)
+
+
+def _shown(size) -> str:
+    return "(" + ", ".join(map(str, size)) + ("," if len(size) == 1 else "") + ")"
 
 
 def _device(device):
@@ -107,7 +133,7 @@ def _dtype_of_number(value):
 def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value``; the dtype follows the value (bool, int64, float32)."""
     dtype = as_dtype(dtype) or _dtype_of_number(fill_value)
-    size = tuple(size) if isinstance(size, (tuple, list)) else (int(size),)
+    size = _size((size,))
     return _finish(_xp(device).full(size, fill_value, dtype=dtype), device, requires_grad)
 
 
@@ -207,7 +233,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
 def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from start to end (both included)."""
     dtype = as_dtype(dtype) or default_float
-    return _finish(_xp(device).linspace(start, end, int(steps), dtype=dtype), device, requires_grad)
+    (steps,) = _size((steps,))
+    return _finish(_xp(device).linspace(start, end, steps, dtype=dtype), device, requires_grad)
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:

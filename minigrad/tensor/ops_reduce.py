@@ -13,6 +13,9 @@ mean rules are in :mod:`minigrad.tensor.grad_rules` (exercise 4.3).
 
 from __future__ import annotations
 
+import numbers
+import warnings
+
 import numpy as np
 
 from minigrad.tensor import grad_rules
@@ -119,20 +122,34 @@ def _reduced_shape(shape: tuple, dims) -> tuple:
 
 
 class Var(Function):
-    """Variance with Bessel's ``correction`` (1: divide by n - 1, PyTorch's default)."""
+    """Variance with Bessel's ``correction`` (1: divide by n - 1, PyTorch's default).
+
+    The divisor is ``max(n - correction, 0)``, as in PyTorch: when ``correction
+    >= n`` there are no degrees of freedom left, and the result is ``inf``
+    (``nan`` where all the values are equal), with a warning; the gradient is
+    then ``+-inf`` (``nan`` at the mean).
+    """
 
     def forward(ctx, a, dims, keepdim, correction):
         centered = a - a.mean(axis=dims, keepdims=True)
-        ctx.denominator = _count(a.shape, dims) - correction
+        degrees_of_freedom = _count(a.shape, dims) - correction
+        ctx.denominator = degrees_of_freedom if degrees_of_freedom > 0 else 0
         ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
         ctx.save_for_backward(centered)
-        return (centered * centered).sum(axis=dims, keepdims=keepdim) / ctx.denominator
+        squares = (centered * centered).sum(axis=dims, keepdims=keepdim)
+        if ctx.denominator > 0:
+            return squares / ctx.denominator
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return squares / 0.0
 
     def backward(ctx, grad):
         (centered,) = ctx.saved_tensors
         if not ctx.keepdim:
             grad = grad.reshape(_kept_shape(ctx.shape, ctx.dims))
-        return grad * centered * (2.0 / ctx.denominator), None, None, None
+        if ctx.denominator > 0:
+            return grad * centered * (2.0 / ctx.denominator), None, None, None
+        with np.errstate(invalid="ignore"):
+            return grad * centered * np.inf, None, None, None
 
 
 def _float_input(x: Tensor, op: str) -> Tensor:
@@ -186,14 +203,35 @@ def min(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
     return ReduceResult(amin(x, dim, keepdim), argmin(x, dim, keepdim))
 
 
-def var(x: Tensor, dim=None, keepdim: bool = False, *, correction: int = 1) -> Tensor:
-    dims = normalize_dims(x._data.ndim, dim, "var")
-    return Var.apply(_float_input(x, "var"), dims, bool(keepdim), correction)
+def var(x: Tensor, dim=None, keepdim: bool = False, *, correction: float = 1) -> Tensor:
+    """Variance over ``dim``: the sum of squared deviations from the mean, divided by ``n - correction``.
+
+    ``correction=1`` (default) is the unbiased sample variance, 0 the
+    population variance. ``correction >= n`` gives ``inf`` (``nan`` for
+    constant values) and a warning, as in PyTorch.
+    """
+    return _variance(x, dim, keepdim, correction, "var")
 
 
-def std(x: Tensor, dim=None, keepdim: bool = False, *, correction: int = 1) -> Tensor:
+def std(x: Tensor, dim=None, keepdim: bool = False, *, correction: float = 1) -> Tensor:
     """Standard deviation: ``var(...).sqrt()`` (two graph nodes)."""
-    return var(x, dim, keepdim, correction=correction).sqrt()
+    return _variance(x, dim, keepdim, correction, "std").sqrt()
+
+
+def _variance(x: Tensor, dim, keepdim, correction, op: str) -> Tensor:
+    if isinstance(correction, bool) or not isinstance(correction, numbers.Real):
+        raise TypeError(f"{op}: correction must be a number (1: divide by n - 1, 0: by n), got {correction!r}")
+    dims = normalize_dims(x._data.ndim, dim, op)
+    n = _count(x.shape, dims)
+    if n - correction <= 0:
+        warnings.warn(
+            f"{op}: correction={correction!r} leaves no degrees of freedom for {n} element(s) per result "
+            f"(input shape {tuple(x.shape)}, dim={dim!r}): the divisor n - correction is <= 0, so the result is "
+            f"inf (nan where the values are all equal), as in PyTorch. Use correction=0 or reduce over more elements",
+            UserWarning,
+            stacklevel=3,
+        )
+    return Var.apply(_float_input(x, op), dims, bool(keepdim), correction)
 
 
 def _arg(x: Tensor, dim, keepdim: bool, op: str, fn) -> Tensor:

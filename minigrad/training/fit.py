@@ -8,6 +8,7 @@ times larger, in the memory of one micro-batch.
 
 from __future__ import annotations
 
+import numbers
 import time
 from collections.abc import Callable, Iterable
 
@@ -62,6 +63,8 @@ def fit(
     ``scheduler_per_step``. ``clip_norm`` clips the global gradient norm before
     each step. Callbacks receive the history so far (e.g. a live plot).
     """
+    if isinstance(epochs, bool) or not isinstance(epochs, numbers.Integral) or epochs < 0:
+        raise ValueError(f"fit: epochs={epochs!r} must be a whole number >= 0")
     if accumulation_steps < 1:
         raise ValueError(f"fit: accumulation_steps must be >= 1, got {accumulation_steps}")
     history = History()

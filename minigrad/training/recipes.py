@@ -6,11 +6,14 @@ Each recipe names a model, its optimizer and schedule, and the data pipeline;
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 
 from minigrad import nn, optim
 from minigrad.data import MNIST, DataLoader, Normalize
+from minigrad.files import temporary_name
 from minigrad.nn.serialization import save
 from minigrad.tensor import manual_seed
 from minigrad.training.fit import fit
@@ -65,15 +68,25 @@ def mnist_loaders(batch_size: int, data=None, seed: int = 0, subset: bool = Fals
 
 def train_mnist(name: str, epochs=None, batch_size=None, lr=None, seed: int = 0, data=None,
                 save_path=None, subset: bool = False, progress: bool = True, download: bool = True):
-    """Train recipe ``name`` with Adam and a cosine schedule; returns ``(model, history)``."""
+    """Train recipe ``name`` with Adam and a cosine schedule; returns ``(model, history)``.
+
+    ``epochs``, ``batch_size`` and ``lr`` default to the recipe's (``None``);
+    a given value must be positive. ``save_path`` is checked before any
+    training (a folder, a missing folder or one without write permission is
+    an error up front), so that a long run never ends unable to save.
+    """
     if name not in RECIPES:
         raise ValueError(f"unknown recipe {name!r}; choose one of {', '.join(RECIPES)}")
     recipe = RECIPES[name]
-    epochs = epochs or recipe.epochs
+    epochs = recipe.epochs if epochs is None else _positive_int("epochs", epochs, recipe.epochs)
+    batch_size = recipe.batch_size if batch_size is None else _positive_int("batch_size", batch_size, recipe.batch_size)
+    lr = recipe.lr if lr is None else _positive_number("lr", lr, recipe.lr)
+    if save_path is not None:
+        check_save_path(save_path)
     manual_seed(seed)
     model = recipe.build()
-    train_loader, test_loader = mnist_loaders(batch_size or recipe.batch_size, data, seed, subset, download)
-    optimizer = optim.Adam(model.parameters(), lr=lr or recipe.lr)
+    train_loader, test_loader = mnist_loaders(batch_size, data, seed, subset, download)
+    optimizer = optim.Adam(model.parameters(), lr=lr)
     scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs * len(train_loader))
     history = fit(model, optimizer, train_loader, nn.CrossEntropyLoss(), epochs,
                   test_loader=test_loader, scheduler=scheduler, scheduler_per_step=True, progress=progress)
@@ -81,3 +94,44 @@ def train_mnist(name: str, epochs=None, batch_size=None, lr=None, seed: int = 0,
         save({"recipe": name, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
               "test_accuracy": history.last.test_accuracy}, Path(save_path))
     return model, history
+
+
+def _positive_int(name: str, value, default: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"train_mnist: {name}={value!r} must be a whole number >= 1 (the recipe uses {default})")
+    return int(value)
+
+
+def _positive_number(name: str, value, default: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (0 < value < math.inf):
+        raise ValueError(f"train_mnist: {name}={value!r} must be a finite number > 0 (the recipe uses {default:g})")
+    return float(value)
+
+
+def check_save_path(path) -> Path:
+    """Raise a clear ``OSError`` now, not after training, if a checkpoint cannot be written to ``path``.
+
+    ``path`` must not be a folder, its folder must exist, and a file must be
+    creatable there (tried with a temporary file, removed at once).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"cannot save to {path}: it is a folder; give a file name, e.g. {path / 'model.npz'}")
+    folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(f"cannot save to {path}: {folder} is a file, not a folder; choose another path")
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"cannot save to {path}: the folder {folder} does not exist; create it first or choose another path"
+        )
+    probe = temporary_name(path)
+    try:
+        with open(probe, "xb"):
+            pass
+    except OSError as err:
+        raise PermissionError(
+            f"cannot save to {path}: no file can be written in {folder} ({err.strerror or err}); choose a "
+            f"folder you can write to"
+        ) from None
+    probe.unlink()
+    return path

@@ -143,3 +143,127 @@ def test_uncompressed_files_are_found_too(tmp_path, monkeypatch):
         (tmp_path / stem).write_bytes(raw)
         monkeypatch.setitem(mnist_module.FILES, stem, content_md5(tmp_path / stem))
     assert len(MNIST(root=tmp_path, train=False, download=False)) == 1000
+
+
+# ----------------------------------------------------------------------------- corrupt archives
+
+
+def _flipped(data: bytes, position: int) -> bytes:
+    flipped = bytearray(data)
+    flipped[position] ^= 0x10
+    return bytes(flipped)
+
+
+LABELS = "t10k-labels-idx1-ubyte"
+
+
+def test_bit_flipped_archive_is_a_checksum_failure_not_a_zlib_error(tmp_path, monkeypatch):
+    import zlib
+
+    data = (SUBSET / f"{LABELS}.gz").read_bytes()
+    broken = _flipped(data, 10)  # inside the deflate stream
+    with pytest.raises(zlib.error):
+        gzip.decompress(broken)  # what used to escape from the checksum
+    folder = tmp_path / "mnist"
+    folder.mkdir()
+    shutil.copy(SUBSET / "t10k-images-idx3-ubyte.gz", folder)
+    monkeypatch.setitem(mnist_module.FILES, "t10k-images-idx3-ubyte", content_md5(folder / "t10k-images-idx3-ubyte.gz"))
+    monkeypatch.setitem(mnist_module.FILES, LABELS, content_md5(SUBSET / f"{LABELS}.gz"))
+    for position in (10, 38, 200, len(data) - 9):  # zlib.error, CRC failures, a bad length field
+        (folder / f"{LABELS}.gz").write_bytes(_flipped(data, position))
+        with pytest.raises(ValueError, match=f"MNIST: .*{LABELS}.gz does not match the canonical checksum"):
+            MNIST(root=tmp_path, train=False, download=False)
+        with pytest.raises(IDXError, match="cannot be decompressed.*truncated or corrupt"):
+            read_raw(folder / f"{LABELS}.gz")
+
+
+@pytest.fixture
+def mirrors(tmp_path):
+    """Local HTTP servers standing in for mirrors (127.0.0.1 only): ``serve(files, truncate=False) -> url``.
+
+    ``truncate=True`` announces the full Content-Length but sends only half
+    of the body, as a connection cut mid-download does.
+    """
+    servers = []
+
+    def serve(files: dict[str, bytes], truncate: bool = False) -> str:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = files.get(self.path.lstrip("/"))
+                if body is None:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body[: len(body) // 2] if truncate else body)
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/"
+
+    yield serve
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_download_moves_on_from_a_corrupt_or_cut_copy_and_leaves_no_part_file(tmp_path, mirrors):
+    name = f"{LABELS}.gz"
+    good = (SUBSET / name).read_bytes()
+    md5 = content_md5(SUBSET / name)
+    corrupt = mirrors({name: _flipped(good, 10)})  # a zlib.error when checked
+    crc = mirrors({name: _flipped(good, 38)})  # a CRC failure
+    cut = mirrors({name: good}, truncate=True)  # fewer bytes than announced
+    healthy = mirrors({name: good})
+    folder = tmp_path / "cache"
+    path = download(name, [corrupt, crc, cut, healthy], md5, folder)
+    assert path.read_bytes() == good
+    assert sorted(p.name for p in folder.iterdir()) == [name]  # no .part left by the bad copies
+    with pytest.raises(DownloadError) as info:
+        download(name, [corrupt, crc, cut], md5, tmp_path / "other")
+    text = str(info.value)
+    assert text.count("checksum mismatch") == 2 and "corrupt or truncated" in text
+    assert f"{cut}{name}: the transfer stopped after 263 of 526 bytes" in text
+    assert not list((tmp_path / "other").iterdir())
+
+
+def test_an_interrupted_download_leaves_no_part_file(tmp_path, mirrors, monkeypatch):
+    from minigrad.data import download as download_module
+
+    def interrupted(url, out, name, timeout):
+        out.write(b"half of the file")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(download_module, "_fetch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        download("x.gz", [mirrors({})], "0" * 32, tmp_path / "cache")
+    assert not list((tmp_path / "cache").iterdir())
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+@pytest.mark.parametrize("umask", [0o022, 0o002])
+def test_downloaded_files_follow_the_umask(tmp_path, mirrors, umask):
+    name = f"{LABELS}.gz"
+    url = mirrors({name: (SUBSET / name).read_bytes()})
+    previous = os.umask(umask)
+    try:
+        path = download(name, [url], content_md5(SUBSET / name), tmp_path / "cache")
+    finally:
+        os.umask(previous)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # not tempfile's 0o600
+
+
+def test_missing_files_error_can_name_another_way_to_the_subset(tmp_path):
+    with pytest.raises(MNISTNotFound) as info:
+        MNIST(root=tmp_path, download=False)
+    text = info.value.explain("or run the command with --subset")
+    assert "or run the command with --subset." in text and "MNIST(subset=True)" not in text
+    assert info.value.missing == ["train-images-idx3-ubyte", "train-labels-idx1-ubyte"]
+    import pickle
+
+    assert str(pickle.loads(pickle.dumps(info.value))) == str(info.value)

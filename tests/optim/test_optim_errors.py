@@ -106,3 +106,25 @@ def test_base_class_without_update():
     opt.param_groups[0]["params"][0].grad = mt.tensor([1.0, 1.0])
     with pytest.raises(NotImplementedError, match="Optimizer does not implement _update"):
         opt.step()
+
+
+@pytest.mark.parametrize("lr", [-0.1, math.nan, math.inf, "0.1"])
+@pytest.mark.parametrize("cls", [optim.SGD, optim.Adam, optim.AdamW, optim.RMSprop])
+def test_lr_edited_in_param_groups_is_checked_at_step(cls, lr):
+    q = p()
+    opt = cls([q], lr=0.01)
+    opt.param_groups[0]["lr"] = lr
+    q.grad = mt.tensor([1.0, 1.0])
+    with pytest.raises(ValueError, match=rf"{cls.__name__}.step: parameter group 0 has lr={lr!r}; a learning rate must"):
+        opt.step()
+    assert q.tolist() == [1.0, 2.0]  # nothing was updated
+
+
+def test_lr_edits_that_stay_valid_are_fine():
+    q = p()
+    opt = optim.SGD([q], lr=0.01)
+    q.grad = mt.tensor([1.0, 1.0])
+    for lr in (0, 1, 0.5):
+        opt.param_groups[0]["lr"] = lr
+        opt.step()
+    assert q.tolist() == [-0.5, 0.5]

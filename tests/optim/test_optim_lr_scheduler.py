@@ -215,3 +215,36 @@ def test_param_group_added_after_the_scheduler():
     opt.add_param_group({"params": [mt.tensor([1.0], requires_grad=True)]})
     with pytest.raises(ValueError, match="the optimizer has 3 parameter groups but the scheduler was made for 2"):
         s.step()
+
+
+@pytest.mark.parametrize("factor", [-0.5, math.nan, math.inf])
+def test_a_schedule_giving_a_bad_lr_raises_at_step_and_changes_nothing(factor):
+    q = mt.tensor([1.0], requires_grad=True)
+    opt = optim.SGD([q], lr=0.1)
+    scheduler = mls.LambdaLR(opt, lambda step: factor if step == 2 else 1.0)
+    scheduler.step()
+    with pytest.raises(ValueError, match=rf"LambdaLR: at step \(last_epoch\) 2 the schedule gives lr={0.1 * factor!r} "
+                                         r"for parameter group 0 \(base lr 0.1\); a learning rate must be a finite"):
+        scheduler.step()
+    assert opt.param_groups[0]["lr"] == 0.1 and scheduler.last_epoch == 1  # nothing changed
+    q.grad = mt.tensor([1.0])
+    opt.step()
+    assert q.tolist() == [pytest.approx(0.9)]  # the parameters never saw the bad lr
+
+
+def test_a_bad_lr_at_the_first_step_raises_at_construction():
+    opt = optim.SGD([mt.tensor([1.0], requires_grad=True)], lr=0.1)
+    with pytest.raises(ValueError, match=r"LambdaLR: at step \(last_epoch\) 0 the schedule gives lr=nan"):
+        mls.LambdaLR(opt, lambda step: math.nan)
+
+
+def test_sequential_lr_reports_the_scheduler_that_gave_the_bad_lr():
+    opt = optim.SGD([mt.tensor([1.0], requires_grad=True)], lr=0.1)
+    warmup = mls.LinearLR(opt, start_factor=0.5, total_iters=2)
+    broken = mls.LambdaLR(opt, lambda step: -1.0 if step >= 1 else 1.0)
+    scheduler = mls.SequentialLR(opt, [warmup, broken], milestones=[2])
+    scheduler.step()
+    scheduler.step()  # the milestone: broken starts at its step 0 (factor 1)
+    with pytest.raises(ValueError, match=r"LambdaLR: at step \(last_epoch\) 1 the schedule gives lr=-0.1"):
+        scheduler.step()
+    assert scheduler.last_epoch == 2 and opt.param_groups[0]["lr"] == 0.1

@@ -107,3 +107,46 @@ def test_numpy_conversion_rules():
     np.testing.assert_array_equal(np.asarray(w.detach().cpu()), [1, 1])
     with pytest.raises(mt.ShapeError, match="ragged"):
         mt.tensor([[1, 2], [3]])
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: mt.randn(2.5, 3), r"randn: sizes must be ints, got float 2.5 at position 0 of size \(2.5, 3\)"),
+    (lambda: mt.zeros(2.7), r"zeros: sizes must be ints, got float 2.7"),
+    (lambda: mt.zeros(2.0), r"zeros: sizes must be ints, got float 2.0"),
+    (lambda: mt.ones((2, 3.0)), r"ones: sizes must be ints, got float 3.0 at position 1"),
+    (lambda: mt.rand(np.float64(4)), r"rand: sizes must be ints, got float64 4.0"),
+    (lambda: mt.empty(True), r"empty: sizes must be ints, got bool True"),
+    (lambda: mt.full(2.7, 1.0), r"full: sizes must be ints, got float 2.7"),
+    (lambda: mt.full((2, 1.5), 1.0), r"full: sizes must be ints, got float 1.5"),
+    (lambda: mt.linspace(0, 1, 2.5), r"linspace: sizes must be ints, got float 2.5"),
+])
+def test_factories_refuse_non_integral_sizes_instead_of_truncating(make, message):
+    with pytest.raises(TypeError, match=message):
+        make()
+
+
+def test_factories_refuse_negative_sizes_and_accept_integer_types():
+    with pytest.raises(ValueError, match=r"zeros: sizes must be >= 0, got -1 at position 1 of size \(2, -1\)"):
+        mt.zeros(2, -1)
+    assert mt.zeros(np.int64(3), np.int32(2)).shape == (3, 2)
+    assert mt.randn([2, mt.tensor(3)]).shape == (2, 3)  # 0-d integer tensors index like ints, as in PyTorch
+    assert mt.full(3, 1.0).shape == (3,) and mt.full((), 1.0).shape == ()
+    assert mt.zeros(()).shape == () and mt.ones(0).shape == (0,)
+
+
+def test_var_with_correction_beyond_the_sample_size_is_inf_with_a_warning_as_in_pytorch():
+    x = mt.tensor([1.0, 2.0, 4.0], requires_grad=True)
+    with pytest.warns(UserWarning, match=r"var: correction=4 leaves no degrees of freedom for 3 element\(s\)"):
+        v = x.var(correction=4)  # was (sum of squares) / (3 - 4): a negative variance
+    assert v.item() == np.inf
+    v.backward()
+    assert np.array_equal(x.grad.numpy(), [-np.inf, -np.inf, np.inf])
+    with pytest.warns(UserWarning, match="no degrees of freedom"):
+        assert x.var(correction=3).item() == np.inf  # n - correction = 0: PyTorch's inf, not a ZeroDivisionError
+    with pytest.warns(UserWarning, match="std: correction=2"):
+        assert np.isnan(mt.tensor([[3.0, 3.0]]).std(1, correction=2).item())  # 0 / 0, as in PyTorch
+    with pytest.warns(UserWarning, match="for 2 element"):
+        assert mt.tensor([[1.0, 2.0], [3.0, 5.0]]).var(1, correction=2).tolist() == [np.inf, np.inf]
+    assert x.var(correction=2).item() == pytest.approx(14 / 3)  # one degree of freedom left: fine
+    with pytest.raises(TypeError, match="var: correction must be a number"):
+        x.var(correction="1")

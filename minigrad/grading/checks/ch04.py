@@ -3,22 +3,25 @@
 Every check draws fresh random shapes and values (float64), and compares the
 learner's rule with central finite differences of the scalar
 ``L = sum(grad * forward(x))`` (whose gradient the rule must return) and with
-the formula written in NumPy. A second kind of check plugs the learner's rule
-into the library and runs ``minigrad.tensor.gradcheck`` through real ops.
+the formula written in NumPy, all computed here. The rules run in the
+sandboxed child, where the learner's file *is* ``minigrad.tensor.grad_rules``:
+a second kind of check runs real ops of the library there (so through the
+learner's rule), sends back the gradients, and compares them here with
+finite differences of the library's reference.
 
-Each exercise is checked on its own: where a rule may call another exercise's
-function (matmul backward calls ``unbroadcast``), the reference is put in its
-place, and the library keeps its reference rules for everything but the rule
-under test.
+Each exercise is checked on its own: in the child, every rule but the one
+under test is replaced by the short, trusted versions below (the reference
+is out of the child's reach); e.g. matmul backward calls the trusted
+``unbroadcast``, and the backward pass walks the trusted topological order.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-import minigrad.tensor as mt
-from minigrad.tensor import grad_rules as reference
+from minigrad.grading.checks._tensors import analytic as _analytic
+from minigrad.grading.probing import exercise, probe, sequence
+from minigrad.grading.recursion import require_iterative
 
 # ---------------------------------------------------------------- helpers
 
@@ -54,18 +57,113 @@ def _close(actual, expected, what: str, rtol: float = 1e-6, atol: float = 1e-8) 
         )
 
 
-def _unchanged(before: np.ndarray, after: np.ndarray, what: str) -> None:
-    assert np.array_equal(before, after), f"{what}: the rule modified grad in place; compute new arrays instead"
+def _unchanged(before: np.ndarray, after, what: str) -> None:
+    assert isinstance(after, np.ndarray) and np.array_equal(before, after), (
+        f"{what}: the rule modified grad in place; compute new arrays instead"
+    )
 
 
-@pytest.fixture
-def library(monkeypatch):
-    """``install(name, fn)`` puts one learner rule into the library for the rest of the check."""
+# ---------------------------------------------------------------- trusted rules (child side)
 
-    def install(name: str, fn) -> None:
-        monkeypatch.setattr(reference, name, fn)
 
-    return install
+def _trusted_unbroadcast(grad, shape):
+    grad = grad.sum(axis=tuple(range(grad.ndim - len(shape)))) if grad.ndim > len(shape) else grad
+    stretched = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    return grad.sum(axis=stretched, keepdims=True) if stretched else grad
+
+
+def _trusted_sum_backward(grad, input_shape, dim, keepdim):
+    if not keepdim and dim is not None:
+        grad = np.expand_dims(grad, tuple(dim))
+    return np.broadcast_to(grad, input_shape)
+
+
+def _trusted_mean_backward(grad, input_shape, dim, keepdim):
+    count = int(np.prod([input_shape[d] for d in (range(len(input_shape)) if dim is None else dim)]))
+    return _trusted_sum_backward(grad / count, input_shape, dim, keepdim)
+
+
+def _trusted_topological_order(root):
+    order, seen, stack = [], set(), [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+        elif node not in seen:
+            seen.add(node)
+            stack.append((node, True))
+            stack.extend((p, False) for p in node._parents if p and p not in seen)
+    return order
+
+
+TRUSTED = {
+    "unbroadcast": _trusted_unbroadcast,
+    "sum_backward": _trusted_sum_backward,
+    "mean_backward": _trusted_mean_backward,
+    "topological_order": _trusted_topological_order,
+}
+
+
+_LEARNERS: dict = {}  # the learner's own rules, kept while the trusted ones stand in
+
+
+def _only(submission, keep):
+    """The learner's rules named in ``keep``, the trusted ones for the other rules of TRUSTED."""
+    if not _LEARNERS:
+        _LEARNERS.update({name: getattr(submission, name) for name in TRUSTED})
+    for name, rule in TRUSTED.items():
+        setattr(submission, name, _LEARNERS[name] if name in keep else rule)
+
+
+@probe
+def rule(submission, state, name, args, trusted=()):
+    """The learner's rule ``name(*args)`` (the rules in ``trusted`` replaced); the result and the arguments after."""
+    _only(submission, [n for n in TRUSTED if n not in trusted])
+    result = getattr(submission, name)(*args)
+    return {"result": result, "args": args}
+
+
+@probe
+def gradients(submission, state, name, arrays, requires, weights, keep):
+    """Library ops (through the learner's rules named in ``keep``) of function ``name``: outputs and gradients."""
+    _only(submission, keep)
+    return _analytic(FUNCTIONS[name], arrays, requires, weights)
+
+
+def _rule(learner, name, *args, trusted=()):
+    answer = learner.probe("rule", name, list(args), list(trusted))
+    return answer["result"], answer["args"]
+
+
+def _through_library(learner, keep, name, arrays, rng, requires=None):
+    from minigrad.grading.checks._tensors import gradcheck_here, reference_outputs
+
+    requires = [isinstance(a, np.ndarray) and a.dtype == np.float64 for a in arrays] if requires is None else requires
+    gen = np.random.default_rng(rng.randrange(2**31))
+    weights = [gen.standard_normal(o.shape) for o in reference_outputs(FUNCTIONS[name], arrays)]
+    answer = learner.probe("gradients", name, list(arrays), list(requires), weights, keep)
+    gradcheck_here(FUNCTIONS[name], arrays, requires, answer, weights, f"through the library: {name}")
+
+
+def _tensor_index(t, labels):
+    import minigrad.tensor as mt
+
+    return t[mt.arange(t.shape[0]), labels]
+
+
+FUNCTIONS = {
+    "broadcast_ops": lambda a, b, c, s: (a + b) * c - a / s + b,
+    "transposed_operand": lambda w, b, c: w.T * b + c,
+    "linear_tanh": lambda x, w, b: (x @ w.T + b).tanh(),
+    "batched_matmul": lambda x, w: x @ w.T,
+    "matmul_constant_input": lambda w, x: (x @ w.T).sum(0),
+    "sum_mean_mix": lambda t: t.sum(dim=(0, 2)) * t.mean(dim=-1).sum(0),
+    "centered_sum": lambda t: (t - t.mean(dim=1, keepdim=True)).sum(dim=-1, keepdim=True),
+    "transposed_reductions": lambda w: w.T.mean(0) + w.T.sum(),
+    "log_softmax_rows": lambda t: t.log_softmax(dim=1),
+    "log_softmax_transposed": lambda t: t.T.log_softmax(dim=1),
+    "cross_entropy": lambda t, labels: -_tensor_index(t.log_softmax(dim=-1), labels).mean(),
+}
 
 
 # ---------------------------------------------------------------- 4.1 unbroadcast
@@ -83,110 +181,105 @@ def _broadcast_pair(gen) -> tuple[tuple, tuple]:
             return shape, out
 
 
-@pytest.mark.exercise("4.1")
-def test_unbroadcast_matches_finite_differences(submission, rng):
+@exercise("4.1")
+def test_unbroadcast_matches_finite_differences(learner, rng):
     gen = _np(rng)
     for _ in range(25):
         shape, out_shape = _broadcast_pair(gen)
         x = gen.standard_normal(shape)
         grad = gen.standard_normal(out_shape)
-        copy = grad.copy()
-        got = submission.unbroadcast(grad, shape)
-        _unchanged(copy, grad, f"unbroadcast(grad of shape {out_shape}, {shape})")
+        got, [after, _] = _rule(learner, "unbroadcast", grad, shape)
+        _unchanged(grad, after, f"unbroadcast(grad of shape {out_shape}, {shape})")
         numeric = _finite_differences(lambda v: float((grad * np.broadcast_to(v, out_shape)).sum()), x)
         _close(got, numeric, f"unbroadcast(grad of shape {out_shape}, {shape})", rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.exercise("4.1")
-def test_unbroadcast_is_the_adjoint_of_broadcasting(submission, rng):
+@exercise("4.1")
+def test_unbroadcast_is_the_adjoint_of_broadcasting(learner, rng):
     """<unbroadcast(g), x> == <g, broadcast_to(x)> for every x: summing is what broadcasting's copies call for."""
     gen = _np(rng)
     for _ in range(40):
         shape, out_shape = _broadcast_pair(gen)
         grad = gen.standard_normal(out_shape)
-        got = np.asarray(submission.unbroadcast(grad, shape))
+        got = np.asarray(_rule(learner, "unbroadcast", grad, shape)[0])
         assert got.shape == shape, f"unbroadcast(grad of shape {out_shape}, {shape}) has shape {got.shape}"
         x = gen.standard_normal(shape)
         assert np.isclose((got * x).sum(), (grad * np.broadcast_to(x, out_shape)).sum(), rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.exercise("4.1")
-def test_unbroadcast_worked_examples(submission, rng):
+@exercise("4.1")
+def test_unbroadcast_worked_examples(learner, rng):
     gen = _np(rng)
     n, m = int(gen.integers(2, 6)), int(gen.integers(2, 6))
     g = gen.standard_normal((n, m))
-    _close(submission.unbroadcast(g, (m,)), g.sum(axis=0), f"bias of shape ({m},) added to ({n}, {m}) rows")
-    _close(submission.unbroadcast(g, (n, 1)), g.sum(axis=1, keepdims=True), f"({n}, 1) column stretched to ({n}, {m})")
-    _close(submission.unbroadcast(g, (1, m)), g.sum(axis=0, keepdims=True), f"(1, {m}) row stretched to ({n}, {m})")
-    _close(submission.unbroadcast(g, ()), g.sum(), "a 0-d operand (a scalar tensor) broadcast to a matrix")
-    _close(submission.unbroadcast(g, (1, 1)), g.sum(keepdims=True), "a (1, 1) operand")
+
+    def unbroadcast(grad, shape):
+        return _rule(learner, "unbroadcast", grad, shape)[0]
+
+    _close(unbroadcast(g, (m,)), g.sum(axis=0), f"bias of shape ({m},) added to ({n}, {m}) rows")
+    _close(unbroadcast(g, (n, 1)), g.sum(axis=1, keepdims=True), f"({n}, 1) column stretched to ({n}, {m})")
+    _close(unbroadcast(g, (1, m)), g.sum(axis=0, keepdims=True), f"(1, {m}) row stretched to ({n}, {m})")
+    _close(unbroadcast(g, ()), g.sum(), "a 0-d operand (a scalar tensor) broadcast to a matrix")
+    _close(unbroadcast(g, (1, 1)), g.sum(keepdims=True), "a (1, 1) operand")
     g3 = gen.standard_normal((2, n, m))
-    _close(submission.unbroadcast(g3, (n, 1)), g3.sum(axis=(0, 2))[:, None], f"(2, {n}, {m}) back to ({n}, 1)")
+    _close(unbroadcast(g3, (n, 1)), g3.sum(axis=(0, 2))[:, None], f"(2, {n}, {m}) back to ({n}, 1)")
 
 
-@pytest.mark.exercise("4.1")
-def test_unbroadcast_through_the_library(submission, rng, library):
-    library("unbroadcast", submission.unbroadcast)
+@exercise("4.1")
+def test_unbroadcast_through_the_library(learner, rng):
     gen = _np(rng)
     n, m = int(gen.integers(2, 5)), int(gen.integers(2, 5))
-    x = mt.tensor(gen.standard_normal((n, m)), requires_grad=True)
-    bias = mt.tensor(gen.standard_normal(m), requires_grad=True)
-    column = mt.tensor(gen.standard_normal((n, 1)), requires_grad=True)
-    scale = mt.tensor(gen.standard_normal((1, m)) + 3.0, requires_grad=True)
-    mt.gradcheck(lambda a, b, c, s: (a + b) * c - a / s + b, [x, bias, column, scale])
-    wide = mt.tensor(gen.standard_normal((m, n)), requires_grad=True)
-    mt.gradcheck(lambda w, b, c: w.T * b + c, [wide, bias, column])  # w.T: a non-contiguous operand
+    x, bias = gen.standard_normal((n, m)), gen.standard_normal(m)
+    column, scale = gen.standard_normal((n, 1)), gen.standard_normal((1, m)) + 3.0
+    _through_library(learner, ["unbroadcast"], "broadcast_ops", [x, bias, column, scale], rng)
+    wide = gen.standard_normal((m, n))
+    _through_library(learner, ["unbroadcast"], "transposed_operand", [wide, bias, column], rng)  # w.T: non-contiguous
 
 
 # ---------------------------------------------------------------- 4.2 matmul backward
+# the trusted unbroadcast stands in for the learner's, so 4.2 does not depend on 4.1
 
 
-@pytest.fixture
-def matmul_rules(submission, monkeypatch):
-    """The learner's module with the reference unbroadcast, so 4.2 does not depend on 4.1."""
-    monkeypatch.setattr(submission, "unbroadcast", reference.unbroadcast)
-    return submission
-
-
-def _check_matmul(rules, gen, a_shape, b_shape) -> None:
+def _check_matmul(learner, gen, a_shape, b_shape) -> None:
     a, b = gen.standard_normal(a_shape), gen.standard_normal(b_shape)
     out_shape = np.matmul(a, b).shape
     grad = gen.standard_normal(out_shape)
-    copy = grad.copy()
     what = f"matmul {a_shape} @ {b_shape}"
-    result = rules.matmul_backward(grad, a, b)
+    result, [after, _, _] = _rule(learner, "matmul_backward", grad, a, b, trusted=["unbroadcast"])
     assert isinstance(result, tuple) and len(result) == 2, f"{what}: return a pair (grad_a, grad_b), got {type(result).__name__}"
     ga, gb = result
-    _unchanged(copy, grad, what)
+    _unchanged(grad, after, what)
     numeric_a = _finite_differences(lambda v: float((grad * np.matmul(v, b)).sum()), a)
     numeric_b = _finite_differences(lambda v: float((grad * np.matmul(a, v)).sum()), b)
     _close(ga, numeric_a, f"{what}: grad_a", rtol=1e-5, atol=1e-6)
     _close(gb, numeric_b, f"{what}: grad_b", rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.exercise("4.2")
-def test_matmul_backward_matrices(matmul_rules, rng):
+@exercise("4.2")
+def test_matmul_backward_matrices(learner, rng):
     gen = _np(rng)
     for _ in range(5):
         n, k, m = (int(s) for s in gen.integers(1, 6, size=3))
-        _check_matmul(matmul_rules, gen, (n, k), (k, m))
+        _check_matmul(learner, gen, (n, k), (k, m))
     n, k, m = (int(s) for s in gen.integers(2, 7, size=3))
     a, b, grad = gen.standard_normal((n, k)), gen.standard_normal((k, m)), gen.standard_normal((n, m))
-    ga, gb = matmul_rules.matmul_backward(grad, a, b)
+    result, _ = _rule(learner, "matmul_backward", grad, a, b, trusted=["unbroadcast"])
+    assert isinstance(result, tuple) and len(result) == 2, f"return a pair (grad_a, grad_b), got {type(result).__name__}"
+    ga, gb = result
     _close(ga, grad @ b.T, "grad_a of a 2-D matmul (expected grad @ b.T)")
     _close(gb, a.T @ grad, "grad_b of a 2-D matmul (expected a.T @ grad)")
 
 
-@pytest.mark.exercise("4.2")
-def test_matmul_backward_vectors(matmul_rules, rng):
+@exercise("4.2")
+def test_matmul_backward_vectors(learner, rng):
     gen = _np(rng)
     n, k, m = (int(s) for s in gen.integers(2, 6, size=3))
     for a_shape, b_shape in [((k,), (k, m)), ((n, k), (k,)), ((k,), (k,))]:
-        _check_matmul(matmul_rules, gen, a_shape, b_shape)
+        _check_matmul(learner, gen, a_shape, b_shape)
 
 
-@pytest.mark.exercise("4.2")
-def test_matmul_backward_batches(matmul_rules, rng):
+@exercise("4.2")
+def test_matmul_backward_batches(learner, rng):
     gen = _np(rng)
     B, C, n, k, m = (int(s) for s in gen.integers(2, 4, size=5))
     cases = [
@@ -198,22 +291,19 @@ def test_matmul_backward_batches(matmul_rules, rng):
         ((B, n, k), (k,)),
     ]
     for a_shape, b_shape in cases:
-        _check_matmul(matmul_rules, gen, a_shape, b_shape)
+        _check_matmul(learner, gen, a_shape, b_shape)
 
 
-@pytest.mark.exercise("4.2")
-def test_matmul_backward_through_the_library(matmul_rules, rng, library):
-    library("matmul_backward", matmul_rules.matmul_backward)
+@exercise("4.2")
+def test_matmul_backward_through_the_library(learner, rng):
     gen = _np(rng)
     n, k, m = (int(s) for s in gen.integers(2, 5, size=3))
-    a = mt.tensor(gen.standard_normal((n, k)), requires_grad=True)
-    w = mt.tensor(gen.standard_normal((m, k)), requires_grad=True)  # used as w.T: a non-contiguous operand
-    bias = mt.tensor(gen.standard_normal(m), requires_grad=True)
-    mt.gradcheck(lambda x, w, b: (x @ w.T + b).tanh(), [a, w, bias])
-    batch = mt.tensor(gen.standard_normal((2, n, k)), requires_grad=True)
-    mt.gradcheck(lambda x, w: x @ w.T, [batch, w])
-    x = mt.tensor(gen.standard_normal((n, k)))  # needs no gradient: only w's is asked for
-    mt.gradcheck(lambda w: (x @ w.T).sum(0), [w])
+    a, w, bias = gen.standard_normal((n, k)), gen.standard_normal((m, k)), gen.standard_normal(m)  # w.T: non-contiguous
+    _through_library(learner, ["matmul_backward"], "linear_tanh", [a, w, bias], rng)
+    batch = gen.standard_normal((2, n, k))
+    _through_library(learner, ["matmul_backward"], "batched_matmul", [batch, w], rng)
+    x = gen.standard_normal((n, k))  # needs no gradient: only w's is asked for
+    _through_library(learner, ["matmul_backward"], "matmul_constant_input", [w, x], rng, requires=[True, False])
 
 
 # ---------------------------------------------------------------- 4.3 sum / mean backward
@@ -229,50 +319,51 @@ def _reduction_case(gen):
     return shape, dim, bool(gen.random() < 0.5)
 
 
-def _check_reduction(fn, reduce, gen, shape, dim, keepdim, name: str) -> None:
+def _check_reduction(learner, name, reduce, gen, shape, dim, keepdim) -> None:
     x = gen.standard_normal(shape)
     out = reduce(x, axis=dim, keepdims=keepdim)
-    grad = gen.standard_normal(np.shape(out))
-    copy = grad.copy()
-    what = f"{name}_backward(grad of shape {np.shape(out)}, input_shape={shape}, dim={dim}, keepdim={keepdim})"
-    got = fn(grad, shape, dim, keepdim)
-    _unchanged(copy, grad, what)
+    grad = np.asarray(gen.standard_normal(np.shape(out)))
+    what = f"{name}(grad of shape {np.shape(out)}, input_shape={shape}, dim={dim}, keepdim={keepdim})"
+    got, [after, *_] = _rule(learner, name, grad, shape, dim, keepdim)
+    _unchanged(grad, after, what)
     numeric = _finite_differences(lambda v: float((grad * reduce(v, axis=dim, keepdims=keepdim)).sum()), x)
     _close(got, numeric, what, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.exercise("4.3")
-def test_sum_backward_random_dims(submission, rng):
+@exercise("4.3")
+def test_sum_backward_random_dims(learner, rng):
     gen = _np(rng)
     for _ in range(25):
-        _check_reduction(submission.sum_backward, np.sum, gen, *_reduction_case(gen), "sum")
+        _check_reduction(learner, "sum_backward", np.sum, gen, *_reduction_case(gen))
     n, m = int(gen.integers(2, 5)), int(gen.integers(2, 5))
     grad = gen.standard_normal(m)
-    _close(submission.sum_backward(grad, (n, m), (0,), False), np.tile(grad, (n, 1)), f"x.sum(0) of shape ({n}, {m})")
+    got = _rule(learner, "sum_backward", grad, (n, m), (0,), False)[0]
+    _close(got, np.tile(grad, (n, 1)), f"x.sum(0) of shape ({n}, {m})")
     g0 = np.asarray(gen.standard_normal())
-    _close(submission.sum_backward(g0, (n, m), None, False), np.full((n, m), float(g0)), "x.sum() of everything")
+    got = _rule(learner, "sum_backward", g0, (n, m), None, False)[0]
+    _close(got, np.full((n, m), float(g0)), "x.sum() of everything")
 
 
-@pytest.mark.exercise("4.3")
-def test_mean_backward_random_dims(submission, rng):
+@exercise("4.3")
+def test_mean_backward_random_dims(learner, rng):
     gen = _np(rng)
     for _ in range(25):
-        _check_reduction(submission.mean_backward, np.mean, gen, *_reduction_case(gen), "mean")
+        _check_reduction(learner, "mean_backward", np.mean, gen, *_reduction_case(gen))
     n, m = int(gen.integers(2, 5)), int(gen.integers(2, 5))
     grad = gen.standard_normal((n, 1))
-    _close(submission.mean_backward(grad, (n, m), (1,), True), np.tile(grad / m, (1, m)), f"x.mean(1, keepdim=True) of ({n}, {m})")
+    got = _rule(learner, "mean_backward", grad, (n, m), (1,), True)[0]
+    _close(got, np.tile(grad / m, (1, m)), f"x.mean(1, keepdim=True) of ({n}, {m})")
 
 
-@pytest.mark.exercise("4.3")
-def test_reductions_through_the_library(submission, rng, library):
-    library("sum_backward", submission.sum_backward)
-    library("mean_backward", submission.mean_backward)
+@exercise("4.3")
+def test_reductions_through_the_library(learner, rng):
+    keep = ["sum_backward", "mean_backward"]
     gen = _np(rng)
-    x = mt.tensor(gen.standard_normal((3, 4, 2)), requires_grad=True)
-    mt.gradcheck(lambda t: t.sum(dim=(0, 2)) * t.mean(dim=-1).sum(0), [x])
-    mt.gradcheck(lambda t: (t - t.mean(dim=1, keepdim=True)).sum(dim=-1, keepdim=True), [x])
-    wide = mt.tensor(gen.standard_normal((4, 3)), requires_grad=True)
-    mt.gradcheck(lambda w: w.T.mean(0) + w.T.sum(), [wide])  # a non-contiguous input
+    x = gen.standard_normal((3, 4, 2))
+    _through_library(learner, keep, "sum_mean_mix", [x], rng)
+    _through_library(learner, keep, "centered_sum", [x], rng)
+    wide = gen.standard_normal((4, 3))
+    _through_library(learner, keep, "transposed_reductions", [wide], rng)  # a non-contiguous input
 
 
 # ---------------------------------------------------------------- 4.4 log_softmax backward
@@ -283,8 +374,8 @@ def _log_softmax(x, dim):
     return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
 
 
-@pytest.mark.exercise("4.4")
-def test_log_softmax_backward_matches_finite_differences(submission, rng):
+@exercise("4.4")
+def test_log_softmax_backward_matches_finite_differences(learner, rng):
     gen = _np(rng)
     for _ in range(12):
         ndim = int(gen.integers(1, 4))
@@ -293,39 +384,37 @@ def test_log_softmax_backward_matches_finite_differences(submission, rng):
         x = 2.0 * gen.standard_normal(shape)
         y = _log_softmax(x, dim)
         grad = gen.standard_normal(shape)
-        copy = grad.copy()
         what = f"log_softmax_backward on shape {shape}, dim={dim}"
-        got = submission.log_softmax_backward(grad, y, dim)
-        _unchanged(copy, grad, what)
+        got, [after, _, _] = _rule(learner, "log_softmax_backward", grad, y, dim)
+        _unchanged(grad, after, what)
         numeric = _finite_differences(lambda v: float((grad * _log_softmax(v, dim)).sum()), x)
         _close(got, numeric, what, rtol=1e-5, atol=1e-6)
         _close(got, grad - np.exp(y) * grad.sum(axis=dim, keepdims=True), what)
 
 
-@pytest.mark.exercise("4.4")
-def test_log_softmax_backward_large_logits(submission, rng):
+@exercise("4.4")
+def test_log_softmax_backward_large_logits(learner, rng):
     gen = _np(rng)
     x = gen.standard_normal((3, 5)) * 50 + 1000.0  # exp(x) overflows; exp(output) does not
     y = _log_softmax(x, 1)
     grad = gen.standard_normal((3, 5))
-    with np.errstate(all="ignore"):
-        got = np.asarray(submission.log_softmax_backward(grad, y, 1))
+    got = np.asarray(_rule(learner, "log_softmax_backward", grad, y, 1)[0])
     assert np.isfinite(got).all(), "log_softmax_backward gave inf/nan for large logits: use exp(output), which is <= 1"
     _close(got, grad - np.exp(y) * grad.sum(axis=1, keepdims=True), "log_softmax_backward with logits near 1000")
     g = gen.standard_normal((4, 6))
-    sums = np.asarray(submission.log_softmax_backward(g, _log_softmax(gen.standard_normal((4, 6)), 0), 0)).sum(axis=0)
+    sums = np.asarray(_rule(learner, "log_softmax_backward", g, _log_softmax(gen.standard_normal((4, 6)), 0), 0)[0]).sum(axis=0)
     _close(sums, np.zeros(6), "the gradient should sum to 0 along dim (shifting all logits changes nothing)", atol=1e-9)
 
 
-@pytest.mark.exercise("4.4")
-def test_log_softmax_through_the_library(submission, rng, library):
-    library("log_softmax_backward", submission.log_softmax_backward)
+@exercise("4.4")
+def test_log_softmax_through_the_library(learner, rng):
+    keep = ["log_softmax_backward"]
     gen = _np(rng)
-    x = mt.tensor(gen.standard_normal((4, 5)), requires_grad=True)
-    mt.gradcheck(lambda t: t.log_softmax(dim=1), [x])
-    mt.gradcheck(lambda t: t.T.log_softmax(dim=1), [x])  # along the other dimension, non-contiguous
-    labels = mt.tensor(gen.integers(0, 5, size=4))
-    mt.gradcheck(lambda t: -t.log_softmax(dim=-1)[mt.arange(4), labels].mean(), [x])  # cross-entropy
+    x = gen.standard_normal((4, 5))
+    _through_library(learner, keep, "log_softmax_rows", [x], rng)
+    _through_library(learner, keep, "log_softmax_transposed", [x], rng)  # along the other dimension, non-contiguous
+    labels = gen.integers(0, 5, size=4)
+    _through_library(learner, keep, "cross_entropy", [x, labels], rng, requires=[True, False])  # cross-entropy
 
 
 # ---------------------------------------------------------------- 4.5 topological order
@@ -333,6 +422,8 @@ def test_log_softmax_through_the_library(submission, rng, library):
 
 def _random_graph(gen, n_leaves: int = 4, n_ops: int = 30):
     """A random DAG of tensor ops with reuse, numbers (no node) and a constant that needs no gradient."""
+    import minigrad.tensor as mt
+
     leaves = [mt.tensor(gen.standard_normal(3), requires_grad=True) for _ in range(n_leaves)]
     constant = mt.tensor(gen.standard_normal(3))
     nodes = list(leaves)
@@ -351,57 +442,120 @@ def _random_graph(gen, n_leaves: int = 4, n_ops: int = 30):
     return (nodes[-1] * nodes[-2]).sum(), leaves
 
 
-def _reachable(root) -> set:
-    seen, stack = set(), [root]
-    while stack:
-        node = stack.pop()
-        if node not in seen:
-            seen.add(node)
-            stack.extend(p for p in node._parents if p)
-    return seen
+def _chain(length):
+    import minigrad.tensor as mt
 
-
-@pytest.mark.exercise("4.5")
-def test_topological_order_properties(submission, rng):
-    gen = _np(rng)
-    for _ in range(15):
-        loss, _ = _random_graph(gen)
-        root = loss.grad_fn
-        order = list(submission.topological_order(root))
-        assert len(order) == len(set(order)), "a node appears more than once"
-        assert set(order) == _reachable(root), (
-            "the order must hold exactly the nodes reachable from the root (skip falsy parents: None, NOT_A_TENSOR)"
-        )
-        position = {node: i for i, node in enumerate(order)}
-        for node in order:
-            for parent in node._parents:
-                if parent:
-                    assert position[parent] < position[node], f"{node.name} is listed before its input {parent.name}"
-        assert order[-1] is root, "the root must come last"
-
-
-@pytest.mark.exercise("4.5")
-def test_topological_order_deep_chain(submission):
     x = mt.tensor([1.0], requires_grad=True)
     y = x
-    for _ in range(20_000):
+    for _ in range(length):
         y = y + 1.0
-    order = submission.topological_order(y.grad_fn)  # a recursive version raises RecursionError here
-    assert len(order) == 20_001 and order[-1] is y.grad_fn and order[0] is x._accum
+    return y.grad_fn
 
 
-@pytest.mark.exercise("4.5")
-def test_backward_with_your_order(submission, rng, library):
+def _graph_of(root):
+    """(nodes, parents): the nodes reachable from ``root`` breadth-first, each one's truthy parents as indices.
+
+    Runs on both sides (the child's graph, the reference graph here); nodes are told apart by identity.
+    """
+    nodes, index, parents, i = [root], {id(root): 0}, [], 0
+    while i < len(nodes):
+        row = []
+        for parent in nodes[i]._parents:
+            if parent:
+                if id(parent) not in index:
+                    index[id(parent)] = len(nodes)
+                    nodes.append(parent)
+                row.append(index[id(parent)])
+        parents.append(row)
+        i += 1
+    return nodes, parents
+
+
+def _answer_order(root, order):
+    nodes, parents = _graph_of(root)
+    index = {id(n): i for i, n in enumerate(nodes)}
+    order = sequence(order, "topological_order's result")
+    return {"parents": parents, "order": np.array([index.get(id(n), -1) for n in order], dtype=np.int64)}
+
+
+@probe
+def order_of_graph(submission, state, seed):
+    _only(submission, ["topological_order"])
+    loss, _ = _random_graph(np.random.default_rng(seed))
+    return _answer_order(loss.grad_fn, submission.topological_order(loss.grad_fn))
+
+
+@probe
+def order_of_chain(submission, state, length):
+    _only(submission, ["topological_order"])
+    root = _chain(length)
+    return _answer_order(root, submission.topological_order(root))
+
+
+@probe
+def backward_with_order(submission, state, seed):
+    _only(submission, ["topological_order"])
+    loss, leaves = _random_graph(np.random.default_rng(seed))
+    loss.backward()
+    return [None if leaf.grad is None else leaf.grad.numpy() for leaf in leaves]
+
+
+def _assert_topological(answer, expected_parents, what=""):
+    assert answer["parents"] == expected_parents, (
+        f"{what}the graph differs from the library's for the same ops (the child's ops are the library's)"
+    )
+    order = answer["order"].tolist()
+    n = len(expected_parents)
+    assert -1 not in order, f"{what}the order holds objects that are not nodes of the graph"
+    assert len(order) == len(set(order)), f"{what}a node appears more than once"
+    assert set(order) == set(range(n)), (
+        f"{what}the order must hold exactly the nodes reachable from the root (skip falsy parents: None, NOT_A_TENSOR)"
+    )
+    position = {node: i for i, node in enumerate(order)}
+    for node in order:
+        for parent in expected_parents[node]:
+            assert position[parent] < position[node], f"{what}a node is listed before one of its inputs"
+    assert order[-1] == 0, f"{what}the root must come last"
+
+
+@exercise("4.5")
+def test_topological_order_properties(learner, rng):
+    gen = _np(rng)
+    for _ in range(15):
+        seed = int(gen.integers(2**31))
+        answer = learner.probe("order_of_graph", seed)
+        loss, _ = _random_graph(np.random.default_rng(seed))
+        _assert_topological(answer, _graph_of(loss.grad_fn)[1])
+
+
+@exercise("4.5")
+def test_topological_order_deep_chain(learner, rng):
+    answer = learner.probe("order_of_chain", 20_000)  # a recursive version raises RecursionError here
+    assert len(answer["order"]) == 20_001, f"a chain of 20000 additions has 20001 nodes, the order has {len(answer['order'])}"
+    _assert_topological(answer, _graph_of(_chain(20_000))[1])
+
+
+@exercise("4.5", required=True)
+def test_topological_order_is_iterative(learner, rng):
+    """Required: a recursive sort (even with a raised recursion limit) scores nothing on 4.5."""
+    require_iterative(learner.source, "topological_order")
+    _, depth = learner.probe("order_of_chain", 5000, depth=True)
+    assert depth < 50, (
+        f"topological_order reached a call depth of {depth} on a chain of 5000 additions: "
+        f"it must be iterative (an explicit stack), not recursive"
+    )
+
+
+@exercise("4.5")
+def test_backward_with_your_order(learner, rng):
     gen = _np(rng)
     seed = int(gen.integers(2**31))
     loss, leaves = _random_graph(np.random.default_rng(seed))
     loss.backward()
     expected = [None if leaf.grad is None else leaf.grad.numpy() for leaf in leaves]
-    library("topological_order", submission.topological_order)
-    loss, leaves = _random_graph(np.random.default_rng(seed))
-    loss.backward()
-    for i, (leaf, want) in enumerate(zip(leaves, expected)):
-        got = None if leaf.grad is None else leaf.grad.numpy()
+    got_all = learner.probe("backward_with_order", seed)
+    assert isinstance(got_all, list) and len(got_all) == len(expected), "one gradient (or None) per leaf"
+    for i, (got, want) in enumerate(zip(got_all, expected)):
         assert (got is None) == (want is None), f"leaf {i}: gradient missing"
         if got is not None:
             _close(got, want, f"leaf {i}: gradient after backward() with your order")

@@ -4,16 +4,55 @@ Fresh random logits and targets each run. The loss is compared with
 log-sum-exp written in NumPy (float64), the gradient with finite differences
 (``minigrad.tensor.gradcheck``) and with ``softmax - one_hot``, and both are
 tried on logits of size 1e4, where a naive ``exp`` overflows. The checks call
-the learner's ``cross_entropy``, which runs the learner's
-``CrossEntropyFunction``; everything else is the library's.
+the learner's ``cross_entropy`` in the sandboxed child (it runs the learner's
+``CrossEntropyFunction``; everything else is the library's) and compute every
+expected value and finite difference here, from the library's reference.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-import minigrad.tensor as mt
+from minigrad.grading.checks._tensors import as_array, gradcheck_here
+from minigrad.grading.probing import exercise, probe
+
+
+@probe
+def cross_entropy(submission, state, logits, target, options, weights=None):
+    """The learner's loss (and, with ``weights``, the gradient of ``sum(weights * loss)``; 1.0: ``loss.backward()``)."""
+    import minigrad.tensor as mt
+
+    z = mt.tensor(logits, requires_grad=weights is not None)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        loss = submission.cross_entropy(z, mt.tensor(target), **options)
+        if weights is not None:
+            if isinstance(weights, float):
+                loss.backward()
+            else:
+                (loss.double() * mt.tensor(weights)).sum().backward()
+    answer = {"loss": as_array(loss)}
+    if weights is not None:
+        answer["grads"] = [None if z.grad is None else as_array(z.grad), None]
+    return answer
+
+
+def _gradcheck(learner, gen, logits, target, what, **options):
+    """The learner's gradient of the loss against finite differences of the library's cross_entropy."""
+    from minigrad.nn.functional.loss import cross_entropy as reference
+
+    def loss(z, t):
+        return reference(z, t, **options)
+
+    weights = gen.standard_normal(np.shape(reference_loss(logits, target, options)))
+    answer = learner.probe("cross_entropy", logits, target, options, weights)
+    gradcheck_here(loss, [logits, target], [True, False], answer, [weights], what)
+
+
+def reference_loss(logits, target, options):
+    import minigrad.tensor as mt
+    from minigrad.nn.functional.loss import cross_entropy as reference
+
+    return reference(mt.tensor(logits), mt.tensor(target), **options).numpy()
 
 
 def _np(rng) -> np.random.Generator:
@@ -46,51 +85,46 @@ def _close(actual, expected, what: str, rtol: float = 1e-9, atol: float = 1e-10)
         raise AssertionError(f"{what}: worst at {worst}: got {actual[worst]:.10g}, expected {expected[worst]:.10g}")
 
 
-@pytest.mark.exercise("5.2")
-def test_loss_matches_log_sum_exp(submission, rng):
+@exercise("5.2")
+def test_loss_matches_log_sum_exp(learner, rng):
     gen = _np(rng)
     for _ in range(10):
         logits, target = _problem(gen)
         per_row = -_log_softmax(logits)[np.arange(len(target)), target]
-        z, t = mt.tensor(logits), mt.tensor(target)
-        _close(submission.cross_entropy(z, t, reduction="none").numpy(), per_row, "cross_entropy(reduction='none')")
-        _close(submission.cross_entropy(z, t).numpy(), per_row.mean(), "cross_entropy (the mean over the batch)")
-        _close(submission.cross_entropy(z, t, reduction="sum").numpy(), per_row.sum(), "cross_entropy(reduction='sum')")
+        loss = lambda **options: learner.probe("cross_entropy", logits, target, options)["loss"]  # noqa: E731
+        _close(loss(reduction="none"), per_row, "cross_entropy(reduction='none')")
+        _close(loss(), per_row.mean(), "cross_entropy (the mean over the batch)")
+        _close(loss(reduction="sum"), per_row.sum(), "cross_entropy(reduction='sum')")
 
 
-@pytest.mark.exercise("5.2")
-def test_gradient_matches_finite_differences(submission, rng):
+@exercise("5.2")
+def test_gradient_matches_finite_differences(learner, rng):
     gen = _np(rng)
     for reduction in ("mean", "sum", "none"):
         logits, target = _problem(gen)
-        z = mt.tensor(logits, requires_grad=True)
-        t = mt.tensor(target)
-        mt.gradcheck(lambda z: submission.cross_entropy(z, t, reduction=reduction), [z])
+        _gradcheck(learner, gen, logits, target, f"cross_entropy(reduction={reduction!r})", reduction=reduction)
     # the options handled outside the exercise region still have to work with your logp and gradient
     logits, target = _problem(gen)
-    z, t = mt.tensor(logits, requires_grad=True), mt.tensor(target)
-    mt.gradcheck(lambda z: submission.cross_entropy(z, t, label_smoothing=0.1), [z])
+    _gradcheck(learner, gen, logits, target, "cross_entropy(label_smoothing=0.1)", label_smoothing=0.1)
     ignored = target.copy()
     ignored[0] = -100
-    z, t = mt.tensor(logits, requires_grad=True), mt.tensor(ignored)
-    mt.gradcheck(lambda z: submission.cross_entropy(z, t, ignore_index=-100, reduction="sum"), [z])
+    _gradcheck(learner, gen, logits, ignored, "cross_entropy(ignore_index=-100)", ignore_index=-100, reduction="sum")
 
 
-@pytest.mark.exercise("5.2")
-def test_gradient_is_softmax_minus_one_hot(submission, rng):
+@exercise("5.2")
+def test_gradient_is_softmax_minus_one_hot(learner, rng):
     gen = _np(rng)
     for _ in range(5):
         logits, target = _problem(gen)
         n, c = logits.shape
-        z = mt.tensor(logits, requires_grad=True)
-        submission.cross_entropy(z, mt.tensor(target)).backward()
-        assert z.grad is not None, "backward() left no gradient on the logits"
+        [grad, _] = learner.probe("cross_entropy", logits, target, {}, 1.0)["grads"]
+        assert grad is not None, "backward() left no gradient on the logits"
         expected = (_softmax(logits) - np.eye(c)[target]) / n
-        _close(z.grad.numpy(), expected, "d(mean loss)/d(logits) = (softmax - one_hot) / N")
+        _close(grad, expected, "d(mean loss)/d(logits) = (softmax - one_hot) / N")
 
 
-@pytest.mark.exercise("5.2")
-def test_huge_logits_do_not_overflow(submission, rng):
+@exercise("5.2")
+def test_huge_logits_do_not_overflow(learner, rng):
     """Logits of size 1e4: exp(1e4) is inf in any float type; shifting by the row max keeps every exponent <= 0."""
     gen = _np(rng)
     for dtype in (np.float64, np.float32):
@@ -98,18 +132,16 @@ def test_huge_logits_do_not_overflow(submission, rng):
         n, c = logits.shape
         big = (logits * 1e4).astype(dtype)
         per_row = -_log_softmax(big.astype(np.float64))[np.arange(n), target]
-        z = mt.tensor(big, requires_grad=True)
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            loss = submission.cross_entropy(z, mt.tensor(target), reduction="sum")
-            loss.backward()
+        answer = learner.probe("cross_entropy", big, target, {"reduction": "sum"}, 1.0)
         rtol = 1e-9 if dtype == np.float64 else 1e-5
-        _close(loss.detach().numpy(), per_row.sum(), f"the loss of logits of size 1e4 ({np.dtype(dtype).name})", rtol=rtol, atol=1e-3)
+        _close(answer["loss"], per_row.sum(), f"the loss of logits of size 1e4 ({np.dtype(dtype).name})", rtol=rtol, atol=1e-3)
         expected = _softmax(big.astype(np.float64)) - np.eye(c)[target]
-        _close(z.grad.numpy(), expected, f"the gradient for logits of size 1e4 ({np.dtype(dtype).name})", rtol=1e-4, atol=1e-5)
+        assert answer["grads"][0] is not None, "backward() left no gradient on the logits"
+        _close(answer["grads"][0], expected, f"the gradient for logits of size 1e4 ({np.dtype(dtype).name})", rtol=1e-4, atol=1e-5)
 
     # adding the same constant to a row changes nothing
     logits, target = _problem(gen)
     shift = gen.uniform(-1e4, 1e4, size=(len(target), 1))
-    a = submission.cross_entropy(mt.tensor(logits), mt.tensor(target), reduction="none").numpy()
-    b = submission.cross_entropy(mt.tensor(logits + shift), mt.tensor(target), reduction="none").numpy()
+    a = learner.probe("cross_entropy", logits, target, {"reduction": "none"})["loss"]
+    b = learner.probe("cross_entropy", logits + shift, target, {"reduction": "none"})["loss"]
     _close(b, a, "cross_entropy(logits + c) (must equal cross_entropy(logits))", rtol=1e-7, atol=1e-8)

@@ -1,30 +1,66 @@
 """Graded checks for chapter 05, exercise 5.1: ``Linear.forward`` (``exercises/05_linear.py``).
 
-Fresh random sizes and values each run, in float64: the output is compared
-with ``x @ W.T + b`` written in NumPy, and the gradients that flow back
-through the learner's forward (to the input, the weight and the bias) with
-finite differences (``minigrad.tensor.gradcheck``).
+Fresh random sizes and values each run, in float64. The learner's ``Linear``
+runs in the sandboxed child with weights chosen here; its outputs are
+compared with ``x @ W.T + b`` written in NumPy, and the gradients that flow
+back through the learner's forward (to the input, the weight and the bias)
+with finite differences of the reference computed here (the tolerances of
+``minigrad.tensor.gradcheck``).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-import minigrad.tensor as mt
+from minigrad.grading.checks._tensors import as_array, gradcheck_here
+from minigrad.grading.probing import exercise, probe
 
 
 def _np(rng) -> np.random.Generator:
     return np.random.default_rng(rng.randrange(2**32))
 
 
-def _layer(submission, gen, n_in: int, n_out: int, bias: bool = True):
-    layer = submission.Linear(n_in, n_out, bias=bias, dtype=mt.float64, generator=int(gen.integers(2**31)))
-    with mt.no_grad():  # random values of a normal size (the default init is fine too, but wider is a stronger test)
-        layer.weight.copy_(mt.tensor(gen.standard_normal((n_out, n_in))))
-        if bias:
-            layer.bias.copy_(mt.tensor(gen.standard_normal(n_out)))
+def _layer(submission, seed, W, b):
+    import minigrad.tensor as mt
+
+    n_out, n_in = W.shape
+    layer = submission.Linear(n_in, n_out, bias=b is not None, dtype=mt.float64, generator=seed)
+    with mt.no_grad():
+        layer.weight.copy_(mt.tensor(W))
+        if b is not None:
+            layer.bias.copy_(mt.tensor(b))
     return layer
+
+
+@probe
+def forward(submission, state, seed, W, b, xs):
+    """The learner's Linear with weight ``W`` and bias ``b`` (None: bias=False) on each input of ``xs``."""
+    import minigrad.tensor as mt
+
+    layer = _layer(submission, seed, W, b)
+    outs = [layer(mt.tensor(x)) for x in xs]
+    return {
+        "is_tensor": all(isinstance(o, mt.Tensor) for o in outs),
+        "bias_is_none": layer.bias is None,
+        "outputs": [as_array(o) for o in outs],
+    }
+
+
+@probe
+def gradients(submission, state, seed, W, b, x, weights):
+    """Gradients of ``sum(weights * layer(x))`` for x, the weight and the bias (as the layer holds them)."""
+    import minigrad.tensor as mt
+
+    layer = _layer(submission, seed, W, b)
+    xt = mt.tensor(x, requires_grad=True)
+    (layer(xt).double() * mt.tensor(weights)).sum().backward()
+    grads = [xt.grad, layer.weight.grad] + ([layer.bias.grad] if b is not None else [])
+    return {"grads": [None if g is None else as_array(g) for g in grads]}
+
+
+def _weights(gen, n_in, n_out, bias=True):
+    """Random values of a normal size (the default init is fine too, but wider is a stronger test)."""
+    return gen.standard_normal((n_out, n_in)), (gen.standard_normal(n_out) if bias else None)
 
 
 def _close(actual, expected, what: str) -> None:
@@ -38,59 +74,81 @@ def _close(actual, expected, what: str) -> None:
         )
 
 
-@pytest.mark.exercise("5.1")
-def test_forward_matches_numpy(submission, rng):
+def _reference(x, w, b=None):
+    out = x @ w.T
+    return out + b if b is not None else out
+
+
+@exercise("5.1")
+def test_forward_matches_numpy(learner, rng):
     gen = _np(rng)
     for _ in range(10):
         n_in, n_out, batch = (int(v) for v in gen.integers(1, 9, size=3))
-        layer = _layer(submission, gen, n_in, n_out)
+        W, b = _weights(gen, n_in, n_out)
         x = gen.standard_normal((batch, n_in))
-        out = layer(mt.tensor(x))
-        assert isinstance(out, mt.Tensor), f"Linear.forward must return a Tensor, got {type(out).__name__}"
-        W, b = layer.weight.detach().numpy(), layer.bias.detach().numpy()
-        _close(out.detach().numpy(), x @ W.T + b, f"Linear({n_in}, {n_out}) on a ({batch}, {n_in}) batch")
+        answer = learner.probe("forward", int(gen.integers(2**31)), W, b, [x])
+        assert answer["is_tensor"] is True, "Linear.forward must return a Tensor"
+        _close(answer["outputs"][0], x @ W.T + b, f"Linear({n_in}, {n_out}) on a ({batch}, {n_in}) batch")
 
 
-@pytest.mark.exercise("5.1")
-def test_forward_without_bias_and_with_any_leading_dimensions(submission, rng):
+@exercise("5.1")
+def test_forward_without_bias_and_with_any_leading_dimensions(learner, rng):
     gen = _np(rng)
     n_in, n_out = int(gen.integers(2, 7)), int(gen.integers(2, 7))
-    plain = _layer(submission, gen, n_in, n_out, bias=False)
-    assert plain.bias is None
+    W, _ = _weights(gen, n_in, n_out, bias=False)
     x = gen.standard_normal((int(gen.integers(1, 6)), n_in))
-    _close(plain(mt.tensor(x)).detach().numpy(), x @ plain.weight.detach().numpy().T, f"Linear({n_in}, {n_out}, bias=False)")
+    answer = learner.probe("forward", int(gen.integers(2**31)), W, None, [x])
+    assert answer["bias_is_none"] is True, "Linear(..., bias=False) has bias None"
+    _close(answer["outputs"][0], x @ W.T, f"Linear({n_in}, {n_out}, bias=False)")
 
-    layer = _layer(submission, gen, n_in, n_out)
-    W, b = layer.weight.detach().numpy(), layer.bias.detach().numpy()
-    for shape in [(n_in,), (2, 3, n_in), (int(gen.integers(1, 4)), 1, 2, n_in)]:
-        x = gen.standard_normal(shape)
-        _close(layer(mt.tensor(x)).detach().numpy(), x @ W.T + b, f"Linear({n_in}, {n_out}) on shape {shape}")
+    W, b = _weights(gen, n_in, n_out)
+    xs = [gen.standard_normal(shape) for shape in [(n_in,), (2, 3, n_in), (int(gen.integers(1, 4)), 1, 2, n_in)]]
+    answer = learner.probe("forward", int(gen.integers(2**31)), W, b, xs)
+    for x, out in zip(xs, answer["outputs"]):
+        _close(out, x @ W.T + b, f"Linear({n_in}, {n_out}) on shape {x.shape}")
 
 
-@pytest.mark.exercise("5.1")
-def test_gradients_match_finite_differences(submission, rng):
+def _gradcheck(learner, gen, x, W, b, what):
+    """The learner's gradients for x, W (and b) against finite differences of x @ W.T + b, computed here."""
+    arrays = [x, W] + ([b] if b is not None else [])
+    weights = [gen.standard_normal((*x.shape[:-1], W.shape[0]))]
+    answer = learner.probe("gradients", int(gen.integers(2**31)), W, b, x, weights[0])
+    gradcheck_here(_reference, arrays, [True] * len(arrays), answer, weights, what)
+
+
+@exercise("5.1")
+def test_gradients_match_finite_differences(learner, rng):
     gen = _np(rng)
     for shape_prefix in [(int(gen.integers(1, 5)),), (2, int(gen.integers(1, 4)))]:
         n_in, n_out = int(gen.integers(1, 6)), int(gen.integers(1, 6))
-        layer = _layer(submission, gen, n_in, n_out)
-        x = mt.tensor(gen.standard_normal(shape_prefix + (n_in,)), requires_grad=True)
-        mt.gradcheck(lambda x, w, b: layer(x), [x, layer.weight, layer.bias])
-    layer = _layer(submission, gen, 3, 4, bias=False)
-    x = mt.tensor(gen.standard_normal((5, 3)), requires_grad=True)
-    mt.gradcheck(lambda x, w: layer(x), [x, layer.weight])
+        W, b = _weights(gen, n_in, n_out)
+        x = gen.standard_normal(shape_prefix + (n_in,))
+        _gradcheck(learner, gen, x, W, b, f"Linear({n_in}, {n_out}) on shape {x.shape}")
+    W, _ = _weights(gen, 3, 4, bias=False)
+    _gradcheck(learner, gen, gen.standard_normal((5, 3)), W, None, "Linear(3, 4, bias=False)")
 
 
-@pytest.mark.exercise("5.1")
-def test_parameters_receive_the_gradient_of_a_loss(submission, rng):
+@probe
+def parameter_grads(submission, state, seed, W, b, x, upstream):
+    import minigrad.tensor as mt
+
+    layer = _layer(submission, seed, W, b)
+    (layer(mt.tensor(x)) * mt.tensor(upstream)).sum().backward()
+    grads = (layer.weight.grad, layer.bias.grad)
+    return [None if g is None else as_array(g) for g in grads]
+
+
+@exercise("5.1")
+def test_parameters_receive_the_gradient_of_a_loss(learner, rng):
     """Training needs .grad on the layer's own Parameters (not on copies), summed over the batch."""
     gen = _np(rng)
     n_in, n_out, batch = int(gen.integers(2, 6)), int(gen.integers(2, 6)), int(gen.integers(2, 8))
-    layer = _layer(submission, gen, n_in, n_out)
+    W, b = _weights(gen, n_in, n_out)
     x = gen.standard_normal((batch, n_in))
     upstream = gen.standard_normal((batch, n_out))
-    (layer(mt.tensor(x)) * mt.tensor(upstream)).sum().backward()
-    assert layer.weight.grad is not None and layer.bias.grad is not None, (
+    weight_grad, bias_grad = learner.probe("parameter_grads", int(gen.integers(2**31)), W, b, x, upstream)
+    assert weight_grad is not None and bias_grad is not None, (
         "after backward(), layer.weight.grad and layer.bias.grad must be set: use self.weight and self.bias in forward"
     )
-    _close(layer.weight.grad.numpy(), upstream.T @ x, "weight.grad (= upstream.T @ x)")
-    _close(layer.bias.grad.numpy(), upstream.sum(axis=0), "bias.grad (= upstream summed over the batch)")
+    _close(weight_grad, upstream.T @ x, "weight.grad (= upstream.T @ x)")
+    _close(bias_grad, upstream.sum(axis=0), "bias.grad (= upstream summed over the batch)")

@@ -5,19 +5,65 @@ parameters and gradients (float64 NumPy arrays, a new gradient every step) and
 compares every step with the formulas written out by hand below, option by
 option. It also checks the contract of the rules (in place, ``grad`` never
 modified, dtype kept) and plugs the rule into ``minigrad.optim``'s optimizer
-through ``register_update_kernel``. 5.3 calls only ``adam_update`` and 5.4
-only ``sgd_update``, so each exercise is graded on its own.
+(in the sandboxed child the learner's file *is* ``minigrad.optim.functional``,
+so ``minigrad.optim``'s optimizers run the learner's rule). 5.3 calls only
+``adam_update`` and 5.4 only ``sgd_update``, so each exercise is graded on its
+own. The rules run in the child on arrays chosen here; every step's arrays
+come back and are compared here with the formulas.
 """
 
 from __future__ import annotations
 
-
 import numpy as np
-import pytest
 
-import minigrad.tensor as mt
-from minigrad import optim
-from minigrad.optim import register_update_kernel
+from minigrad.grading.probing import exercise, probe
+
+
+@probe
+def adam_steps(submission, state, p, m, v, vmax, grads, options):
+    """Run ``adam_update`` once per gradient on the same arrays; a snapshot of every array after each step."""
+    snapshots = []
+    for t, g in enumerate(grads, start=1):
+        result = submission.adam_update(p, g, m, v, vmax, step=t, **options)
+        snapshots.append({"result": result, "p": p.copy(), "m": m.copy(), "v": v.copy(), "g": g.copy(),
+                          "vmax": None if vmax is None else vmax.copy()})
+    return snapshots
+
+
+@probe
+def sgd_steps(submission, state, p, grads, options):
+    """Run ``sgd_update`` with a new grad array on odd steps and the same array again on even ones."""
+    snapshots, buf, g = [], None, None
+    for t in range(1, 2 * len(grads) + 1):
+        if t % 2:  # every other step reuses the same grad array: a buffer that aliases grad would change it
+            g = grads[t // 2].copy()
+        returned = submission.sgd_update(p, g, buf, **options)
+        snapshots.append({
+            "p": p.copy(), "g": g.copy(), "returned": None if returned is None else np.array(returned),
+            "same_buffer": buf is None or returned is buf,
+            "shares_grad": isinstance(returned, np.ndarray) and np.shares_memory(returned, g),
+            "returned_dtype": str(returned.dtype) if isinstance(returned, np.ndarray) else None,
+        })
+        if options.get("momentum"):
+            buf = returned
+    return snapshots
+
+
+@probe
+def optimizer_steps(submission, state, kind, start, grads, options):
+    """minigrad.optim's optimizer ``kind`` (running the learner's rule); the parameters after each step."""
+    import minigrad.tensor as mt
+    from minigrad import optim
+
+    params = [mt.tensor(a.copy(), requires_grad=True) for a in start]
+    opt = getattr(optim, kind)(params, **options)
+    history = []
+    for step in grads:
+        for p, g in zip(params, step):
+            p.grad = mt.tensor(g.copy())
+        opt.step()
+        history.append([p.detach().numpy().copy() for p in params])
+    return history
 
 
 def _np(rng) -> np.random.Generator:
@@ -77,91 +123,90 @@ ADAM_CASES = [
 ]
 
 
-def _adam_run(submission, gen, steps=6, **options):
+def _adam_run(learner, gen, steps=6, **options):
     defaults = dict(lr=float(gen.uniform(1e-3, 1e-1)), beta1=0.9, beta2=0.999, eps=1e-8)
     hyper = {**defaults, **{k: v for k, v in options.items() if k in ("lr", "beta1", "beta2", "eps")}}
     flags = {k: v for k, v in options.items() if k not in hyper}
     shape = _shape(gen)
     p0 = gen.standard_normal(shape)
     ref = AdamByHand(p0, **hyper, **flags)
-    p, m, v, vmax = p0.copy(), np.zeros(shape), np.zeros(shape), np.zeros(shape)
-    for t in range(1, steps + 1):
-        g = gen.uniform(0.01, 10.0) * gen.standard_normal(shape)  # gradients of changing size
-        g_copy = g.copy()
-        submission.adam_update(
-            p, g, m, v, vmax if flags.get("amsgrad") else None, step=t,
-            lr=hyper["lr"], beta1=hyper["beta1"], beta2=hyper["beta2"], eps=hyper["eps"],
-            weight_decay=flags.get("weight_decay", 0.0), decoupled_weight_decay=flags.get("decoupled", False),
-            amsgrad=flags.get("amsgrad", False), maximize=flags.get("maximize", False),
-        )
-        ref.step(g_copy)
-        assert np.array_equal(g, g_copy), "adam_update changed grad; never modify the gradient"
+    grads = [gen.uniform(0.01, 10.0) * gen.standard_normal(shape) for _ in range(steps)]  # gradients of changing size
+    zeros = np.zeros(shape)
+    snapshots = learner.probe(
+        "adam_steps", p0, zeros, zeros, zeros if flags.get("amsgrad") else None, grads,
+        dict(lr=hyper["lr"], beta1=hyper["beta1"], beta2=hyper["beta2"], eps=hyper["eps"],
+             weight_decay=flags.get("weight_decay", 0.0), decoupled_weight_decay=flags.get("decoupled", False),
+             amsgrad=flags.get("amsgrad", False), maximize=flags.get("maximize", False)),
+    )
+    assert len(snapshots) == steps
+    for t, (g, after) in enumerate(zip(grads, snapshots), start=1):
+        ref.step(g)
+        assert np.array_equal(after["g"], g), "adam_update changed grad; never modify the gradient"
         what = f"Adam {options or '(defaults)'} after step {t}"
-        _close(p, ref.p, f"{what}: param")
-        _close(m, ref.m, f"{what}: exp_avg (updated in place)")
-        _close(v, ref.v, f"{what}: exp_avg_sq (updated in place)")
-    return p
+        _close(after["p"], ref.p, f"{what}: param")
+        _close(after["m"], ref.m, f"{what}: exp_avg (updated in place)")
+        _close(after["v"], ref.v, f"{what}: exp_avg_sq (updated in place)")
 
 
-@pytest.mark.exercise("5.3")
-@pytest.mark.parametrize("case", range(len(ADAM_CASES)), ids=lambda i: "-".join(f"{k}" for k in ADAM_CASES[i]) or "plain")
-def test_adam_matches_the_formulas_step_by_step(submission, rng, case):
-    gen = _np(rng)
-    for _ in range(3):
-        _adam_run(submission, gen, **ADAM_CASES[case])
+def _adam_case(case: int):
+    @exercise("5.3")
+    def check(learner, rng):
+        gen = _np(rng)
+        for _ in range(3):
+            _adam_run(learner, gen, **ADAM_CASES[case])
+
+    check.__name__ = f"test_adam_matches_the_formulas_step_by_step[{'-'.join(ADAM_CASES[case]) or 'plain'}]"
+    return check
 
 
-@pytest.mark.exercise("5.3")
-def test_adam_first_step_has_size_lr(submission, rng):
+for _case in range(len(ADAM_CASES)):
+    globals()[f"check_adam_case_{_case}"] = _adam_case(_case)
+
+
+@exercise("5.3")
+def test_adam_first_step_has_size_lr(learner, rng):
     """At t = 1 the bias corrections make m_hat = g and v_hat = g**2: every weight moves by lr, against its gradient."""
     gen = _np(rng)
     shape = _shape(gen)
     for scale in (1e-4, 1.0, 1e3):  # whatever the size of the gradient
         p0 = gen.standard_normal(shape)
         g = scale * gen.standard_normal(shape)
-        p, m, v = p0.copy(), np.zeros(shape), np.zeros(shape)
-        submission.adam_update(p, g, m, v, None, step=1, lr=0.01, beta1=0.9, beta2=0.999, eps=1e-20)
-        _close(p0 - p, 0.01 * np.sign(g), f"the first Adam step with gradients of size {scale:g}", rtol=1e-6, atol=1e-9)
+        zeros = np.zeros(shape)
+        [after] = learner.probe("adam_steps", p0, zeros, zeros, None, [g], dict(lr=0.01, beta1=0.9, beta2=0.999, eps=1e-20))
+        _close(p0 - after["p"], 0.01 * np.sign(g), f"the first Adam step with gradients of size {scale:g}", rtol=1e-6, atol=1e-9)
 
 
-@pytest.mark.exercise("5.3")
-def test_adam_updates_in_place_and_keeps_the_dtype(submission, rng):
+@exercise("5.3")
+def test_adam_updates_in_place_and_keeps_the_dtype(learner, rng):
     gen = _np(rng)
     shape = _shape(gen)
     p = gen.standard_normal(shape).astype(np.float32)
     m, v, vmax = (np.zeros(shape, np.float32) for _ in range(3))
-    arrays = [p, m, v, vmax]
-    before = [a.copy() for a in arrays]
+    before = [p, m, v, vmax]
     g = gen.standard_normal(shape).astype(np.float32)
-    result = submission.adam_update(p, g, m, v, vmax, step=1, lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, amsgrad=True)
-    assert result is None, "adam_update returns None: it changes its arrays in place"
+    [after] = learner.probe("adam_steps", p, m, v, vmax, [g], dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, amsgrad=True))
+    assert after["result"] is None, "adam_update returns None: it changes its arrays in place"
+    arrays = [after["p"], after["m"], after["v"], after["vmax"]]
     for name, a, b in zip(("param", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"), arrays, before):
         assert a.dtype == np.float32, f"{name} changed dtype to {a.dtype}"
         assert not np.array_equal(a, b), f"{name} was not updated in place (use x *= a, x += b, np.maximum(..., out=x))"
 
 
-@pytest.mark.exercise("5.3")
-def test_adam_inside_the_optimizer(submission, rng):
+@exercise("5.3")
+def test_adam_inside_the_optimizer(learner, rng):
     """The rule plugged into minigrad.optim.Adam/AdamW: several steps on a small model's parameters."""
     gen = _np(rng)
-    previous = register_update_kernel("adam", "cpu", submission.adam_update)
-    try:
-        for cls, decoupled in ((optim.Adam, False), (optim.AdamW, True)):
-            shapes = [_shape(gen), _shape(gen)]
-            start = [gen.standard_normal(s) for s in shapes]
-            params = [mt.tensor(a.copy(), requires_grad=True) for a in start]
-            opt = cls(params, lr=0.05, betas=(0.8, 0.9), weight_decay=0.1)
-            refs = [AdamByHand(a, 0.05, 0.8, 0.9, 1e-8, weight_decay=0.1, decoupled=decoupled) for a in start]
-            for t in range(1, 6):
-                grads = [gen.standard_normal(s) for s in shapes]
-                for p, g in zip(params, grads):
-                    p.grad = mt.tensor(g.copy())
-                opt.step()
-                for p, ref, g in zip(params, refs, grads):
-                    ref.step(g)
-                    _close(p.detach().numpy(), ref.p, f"{cls.__name__}(weight_decay=0.1) through the optimizer, step {t}")
-    finally:
-        register_update_kernel("adam", "cpu", previous)
+    for name, decoupled in (("Adam", False), ("AdamW", True)):
+        shapes = [_shape(gen), _shape(gen)]
+        start = [gen.standard_normal(s) for s in shapes]
+        refs = [AdamByHand(a, 0.05, 0.8, 0.9, 1e-8, weight_decay=0.1, decoupled=decoupled) for a in start]
+        grads = [[gen.standard_normal(s) for s in shapes] for _ in range(5)]
+        history = learner.probe("optimizer_steps", name, start, grads, dict(lr=0.05, betas=(0.8, 0.9), weight_decay=0.1))
+        assert len(history) == 5
+        for t, (step_grads, params) in enumerate(zip(grads, history), start=1):
+            for p, ref, g in zip(params, refs, step_grads):
+                ref.step(g)
+                _close(p, ref.p, f"{name}(weight_decay=0.1) through the optimizer, step {t}")
 
 
 # ------------------------------------------------------------------ 5.4 SGD
@@ -194,82 +239,76 @@ SGD_CASES = [
 ]
 
 
-def _sgd_run(submission, gen, steps=6, **options):
+def _sgd_run(learner, gen, steps=6, **options):
     lr = float(gen.uniform(1e-3, 0.5))
     shape = _shape(gen)
     p0 = gen.standard_normal(shape)
     ref = SGDByHand(p0, lr, **options)
-    p, buf = p0.copy(), None
-    g = gen.standard_normal(shape)
-    for t in range(1, steps + 1):
-        if t % 2:  # every other step reuses the same grad array: a buffer that aliases grad would change it
-            g = gen.standard_normal(shape)
-        g_copy = g.copy()
-        returned = submission.sgd_update(p, g, buf, lr=lr, **options)
-        ref.step(g_copy)
+    grads = [gen.standard_normal(shape) for _ in range(steps // 2)]
+    snapshots = learner.probe("sgd_steps", p0, grads, dict(lr=lr, **options))
+    assert len(snapshots) == steps
+    for t, after in enumerate(snapshots, start=1):
+        g = grads[(t - 1) // 2]
+        ref.step(g)
         what = f"SGD {options or '(plain)'} after step {t}"
-        assert np.array_equal(g, g_copy), f"{what}: sgd_update changed grad (the first momentum buffer must be a copy)"
-        _close(p, ref.p, f"{what}: param")
+        assert np.array_equal(after["g"], g), f"{what}: sgd_update changed grad (the first momentum buffer must be a copy)"
+        _close(after["p"], ref.p, f"{what}: param")
         if options.get("momentum"):
-            assert returned is not None, f"{what}: return the momentum buffer"
-            _close(returned, ref.b, f"{what}: the returned momentum buffer")
-            if buf is not None:
-                assert returned is buf, f"{what}: update the momentum buffer in place and return the same array"
-            buf = returned
+            assert after["returned"] is not None, f"{what}: return the momentum buffer"
+            _close(after["returned"], ref.b, f"{what}: the returned momentum buffer")
+            assert after["same_buffer"] is True, f"{what}: update the momentum buffer in place and return the same array"
         else:
-            assert returned is None, f"{what}: without momentum there is no buffer: return None"
+            assert after["returned"] is None, f"{what}: without momentum there is no buffer: return None"
 
 
-@pytest.mark.exercise("5.4")
-@pytest.mark.parametrize("case", range(len(SGD_CASES)), ids=lambda i: "-".join(f"{k}" for k in SGD_CASES[i]) or "plain")
-def test_sgd_matches_the_formulas_step_by_step(submission, rng, case):
-    gen = _np(rng)
-    for _ in range(3):
-        _sgd_run(submission, gen, **SGD_CASES[case])
+def _sgd_case(case: int):
+    @exercise("5.4")
+    def check(learner, rng):
+        gen = _np(rng)
+        for _ in range(3):
+            _sgd_run(learner, gen, **SGD_CASES[case])
+
+    check.__name__ = f"test_sgd_matches_the_formulas_step_by_step[{'-'.join(SGD_CASES[case]) or 'plain'}]"
+    return check
 
 
-@pytest.mark.exercise("5.4")
-def test_sgd_updates_in_place_and_keeps_the_dtype(submission, rng):
+for _case in range(len(SGD_CASES)):
+    globals()[f"check_sgd_case_{_case}"] = _sgd_case(_case)
+
+
+@exercise("5.4")
+def test_sgd_updates_in_place_and_keeps_the_dtype(learner, rng):
     gen = _np(rng)
     shape = _shape(gen)
     p = gen.standard_normal(shape).astype(np.float32)
-    before = p.copy()
     g = gen.standard_normal(shape).astype(np.float32)
-    buf = submission.sgd_update(p, g, None, lr=0.1, momentum=0.9)
-    assert p.dtype == np.float32 and not np.array_equal(p, before), "param must be updated in place (param -= ...)"
-    assert buf is not None and buf.dtype == np.float32 and buf.shape == shape
-    assert not np.shares_memory(buf, g), "the first momentum buffer must be a copy of the gradient, not the gradient itself"
+    after = learner.probe("sgd_steps", p, [g], dict(lr=0.1, momentum=0.9))[0]
+    assert after["p"].dtype == np.float32 and not np.array_equal(after["p"], p), "param must be updated in place (param -= ...)"
+    buf = after["returned"]
+    assert buf is not None and after["returned_dtype"] == "float32" and buf.shape == shape
+    assert after["shares_grad"] is False, "the first momentum buffer must be a copy of the gradient, not the gradient itself"
 
 
-@pytest.mark.exercise("5.4")
-def test_momentum_builds_speed_on_a_constant_gradient(submission, rng):
+@exercise("5.4")
+def test_momentum_builds_speed_on_a_constant_gradient(learner, rng):
     """With a constant gradient g the buffer tends to g / (1 - momentum): momentum 0.9 gives steps ten times larger."""
     gen = _np(rng)
     g = gen.standard_normal(4)
-    p, buf = np.zeros(4), None
-    for _ in range(300):
-        previous = p.copy()
-        buf = submission.sgd_update(p, g, buf, lr=0.01, momentum=0.9)
+    snapshots = learner.probe("sgd_steps", np.zeros(4), [g] * 150, dict(lr=0.01, momentum=0.9))
+    previous, p = snapshots[-2]["p"], snapshots[-1]["p"]
     _close(previous - p, 0.01 * g / (1 - 0.9), "the step after 300 steps of momentum 0.9", rtol=1e-6, atol=1e-9)
 
 
-@pytest.mark.exercise("5.4")
-def test_sgd_inside_the_optimizer(submission, rng):
+@exercise("5.4")
+def test_sgd_inside_the_optimizer(learner, rng):
     gen = _np(rng)
-    previous = register_update_kernel("sgd", "cpu", submission.sgd_update)
-    try:
-        shapes = [_shape(gen), _shape(gen)]
-        start = [gen.standard_normal(s) for s in shapes]
-        params = [mt.tensor(a.copy(), requires_grad=True) for a in start]
-        opt = optim.SGD(params, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)
-        refs = [SGDByHand(a, 0.1, momentum=0.9, nesterov=True, weight_decay=0.01) for a in start]
-        for t in range(1, 6):
-            grads = [gen.standard_normal(s) for s in shapes]
-            for p, g in zip(params, grads):
-                p.grad = mt.tensor(g.copy())
-            opt.step()
-            for p, ref, g in zip(params, refs, grads):
-                ref.step(g)
-                _close(p.detach().numpy(), ref.p, f"SGD(momentum=0.9, nesterov=True) through the optimizer, step {t}")
-    finally:
-        register_update_kernel("sgd", "cpu", previous)
+    shapes = [_shape(gen), _shape(gen)]
+    start = [gen.standard_normal(s) for s in shapes]
+    refs = [SGDByHand(a, 0.1, momentum=0.9, nesterov=True, weight_decay=0.01) for a in start]
+    grads = [[gen.standard_normal(s) for s in shapes] for _ in range(5)]
+    history = learner.probe("optimizer_steps", "SGD", start, grads, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01))
+    assert len(history) == 5
+    for t, (step_grads, params) in enumerate(zip(grads, history), start=1):
+        for p, ref, g in zip(params, refs, step_grads):
+            ref.step(g)
+            _close(p, ref.p, f"SGD(momentum=0.9, nesterov=True) through the optimizer, step {t}")

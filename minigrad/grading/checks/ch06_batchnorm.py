@@ -7,15 +7,38 @@ gradient of the same computation built from elementary tensor ops (so the
 chapter-04 autograd derives it), and with two properties of any correct
 answer: per channel, the input gradient sums to zero and is orthogonal to
 ``xhat`` (shifting or scaling a channel's inputs does not change its output).
+The learner's code runs in the sandboxed child; finite differences and the
+elementary-ops gradient are computed here with the library's reference.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-import minigrad.tensor as mt
-from minigrad.tensor import gradcheck
+from minigrad.grading.checks._tensors import as_array, gradcheck_here
+from minigrad.grading.probing import exercise, probe
+
+
+@probe
+def batch_norm_gradients(submission, state, x0, w0, b0, stats, eps, g):
+    """Gradients of ``sum(g * batch_norm(x, ...))`` (training mode) for x, weight and bias (None: not affine)."""
+    import minigrad.tensor as mt
+
+    x = mt.tensor(x0, requires_grad=True)
+    w = None if w0 is None else mt.tensor(w0, requires_grad=True)
+    b = None if b0 is None else mt.tensor(b0, requires_grad=True)
+    C = x0.shape[1]
+    rm, rv = (mt.zeros(C, dtype=mt.float64), mt.ones(C, dtype=mt.float64)) if stats else (None, None)
+    options = {} if eps is None else {"eps": eps}
+    out = submission.batch_norm(x, rm, rv, w, b, training=True, **options)
+    (out.double() * mt.tensor(g)).sum().backward()
+    return {"grads": [None if t is None or t.grad is None else as_array(t.grad) for t in (x, w, b)]}
+
+
+def _reference(x, w=None, b=None):
+    from minigrad.nn.functional.normalization import batch_norm
+
+    return batch_norm(x, None, None, w, b, training=True)
 
 
 def _np(rng) -> np.random.Generator:
@@ -57,47 +80,38 @@ def _by_hand(x, weight, bias, eps):
     return out
 
 
-@pytest.mark.exercise("6.4")
-def test_batch_norm_backward_gradcheck(submission, rng):
+@exercise("6.4")
+def test_batch_norm_backward_gradcheck(learner, rng):
     gen = _np(rng)
     for trial in range(8):
         shape = _shape(gen)
         x0, w0, b0 = _inputs(gen, shape)
         affine = trial % 4 != 3
-        x = mt.tensor(x0, requires_grad=True)
-        w, b = mt.tensor(w0, requires_grad=True), mt.tensor(b0, requires_grad=True)
-        rm, rv = mt.zeros(shape[1], dtype=mt.float64), mt.ones(shape[1], dtype=mt.float64)
         stats = trial % 2 == 0  # with running statistics to update, or without
-
-        def f(x, w=None, b=None):
-            return submission.batch_norm(x, rm if stats else None, rv if stats else None, w, b, training=True)
-
-        args = [x, w, b] if affine else [x]
-        result = gradcheck(f, args, raise_exception=False, seed=int(gen.integers(2**31)))
-        assert result, f"batch_norm(input {shape}, training=True, affine={affine}): {result}"
+        arrays = [x0, w0, b0] if affine else [x0]
+        weights = [np.random.default_rng(int(gen.integers(2**31))).standard_normal(shape)]
+        answer = learner.probe("batch_norm_gradients", x0, w0 if affine else None, b0 if affine else None, stats, None, weights[0])
+        gradcheck_here(_reference, arrays, [True] * len(arrays), answer, weights,
+                       f"batch_norm(input {shape}, training=True, affine={affine})")
 
 
-@pytest.mark.exercise("6.4")
-def test_batch_norm_backward_matches_autograd(submission, rng):
+@exercise("6.4")
+def test_batch_norm_backward_matches_autograd(learner, rng):
     gen = _np(rng)
     for trial in range(8):
         shape = _shape(gen)
         x0, w0, b0 = _inputs(gen, shape)
         eps = float(10.0 ** gen.uniform(-5, -2))
         affine = trial % 3 != 2
-        grads = {}
+        import minigrad.tensor as mt
+
         g = gen.standard_normal(shape)
-        for name in ("yours", "autograd"):
-            x = mt.tensor(x0, requires_grad=True)
-            w = mt.tensor(w0, requires_grad=True) if affine else None
-            b = mt.tensor(b0, requires_grad=True) if affine else None
-            if name == "yours":
-                out = submission.batch_norm(x, None, None, w, b, training=True, eps=eps)
-            else:
-                out = _by_hand(x, w, b, eps)
-            (out * mt.tensor(g)).sum().backward()
-            grads[name] = x.grad.numpy() if x.grad is not None else None
-        mine, expected = grads["yours"], grads["autograd"]
+        x = mt.tensor(x0, requires_grad=True)
+        w = mt.tensor(w0, requires_grad=True) if affine else None
+        b = mt.tensor(b0, requires_grad=True) if affine else None
+        (_by_hand(x, w, b, eps) * mt.tensor(g)).sum().backward()
+        expected = x.grad.numpy()
+        mine = learner.probe("batch_norm_gradients", x0, w0 if affine else None, b0 if affine else None, False, eps, g)["grads"][0]
         what = f"batch_norm(input {shape}, training=True, affine={affine}, eps={eps:.2g})"
         assert mine is not None, f"{what}: the input got no gradient"
         assert mine.shape == expected.shape, f"{what}: gradient of shape {mine.shape}, expected {expected.shape}"
@@ -109,18 +123,15 @@ def test_batch_norm_backward_matches_autograd(submission, rng):
             )
 
 
-@pytest.mark.exercise("6.4")
-def test_batch_norm_backward_properties(submission, rng):
+@exercise("6.4")
+def test_batch_norm_backward_properties(learner, rng):
     """Per channel, dx sums to 0 (the mean is subtracted) and is orthogonal to xhat (the variance is divided out)."""
     gen = _np(rng)
     for _ in range(6):
         shape = _shape(gen)
         x0, w0, b0 = _inputs(gen, shape)
-        x = mt.tensor(x0, requires_grad=True)
-        out = submission.batch_norm(x, None, None, mt.tensor(w0), mt.tensor(b0), training=True, eps=1e-12)
-        (out * mt.tensor(gen.standard_normal(shape))).sum().backward()
-        assert x.grad is not None, "batch_norm: the input got no gradient"
-        dx = x.grad.numpy()
+        dx = learner.probe("batch_norm_gradients", x0, w0, b0, False, 1e-12, gen.standard_normal(shape))["grads"][0]
+        assert dx is not None, "batch_norm: the input got no gradient"
         axes = (0,) + tuple(range(2, len(shape)))
         mean = x0.mean(axis=axes, keepdims=True)
         xhat = (x0 - mean) / np.sqrt(x0.var(axis=axes, keepdims=True) + 1e-12)

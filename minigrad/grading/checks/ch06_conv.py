@@ -5,19 +5,100 @@ padding, dilation) and float64 values, and compares the learner's code with a
 plain loop over output pixels and taps, or with central finite differences
 (``minigrad.tensor.gradcheck``).
 
-The two exercises are checked independently: 6.2's checks put the library's
-``im2col`` in the learner's module, so a missing or wrong 6.1 costs 6.1's
-points only.
+The learner's code runs in the sandboxed child (where the learner's file *is*
+``minigrad.nn.functional.conv``); the loops, finite differences and the
+library's gradients are computed here.
+
+The two exercises are checked independently: 6.2's probes put the short,
+trusted ``im2col`` below in the learner's module (the library's is out of the
+child's reach), so a missing or wrong 6.1 costs 6.1's points only.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-import minigrad.tensor as mt
-from minigrad.nn.functional import conv as reference
-from minigrad.tensor import gradcheck
+from minigrad.grading.checks._tensors import as_array, gradcheck_here
+from minigrad.grading.probing import exercise, probe
+
+
+def _output_size(size, k, s, d):
+    from minigrad.nn.functional.conv import conv_output_size
+
+    return conv_output_size(size, k, s, 0, d)
+
+
+# ---------------------------------------------------------------- probes (child side)
+
+
+def _trusted_im2col(x, kernel, stride, dilation):
+    """(N*Ho*Wo, kh*kw*C) patches in (i, j, c) order, tap by tap (a copy; plain and slow is fine here)."""
+    N, C, H, W = x.shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    Ho, Wo = (H - dh * (kh - 1) - 1) // sh + 1, (W - dw * (kw - 1) - 1) // sw + 1
+    taps = [
+        x[:, :, i * dh : i * dh + sh * (Ho - 1) + 1 : sh, j * dw : j * dw + sw * (Wo - 1) + 1 : sw]
+        for i in range(kh) for j in range(kw)
+    ]
+    return np.stack(taps, axis=-1).transpose(0, 2, 3, 4, 1).reshape(N * Ho * Wo, kh * kw * C)
+
+
+_LEARNERS: dict = {}
+
+
+def _im2col(submission, trusted: bool) -> None:
+    """The trusted im2col in the learner's module (6.2), or the learner's own (6.1)."""
+    _LEARNERS.setdefault("im2col", submission.im2col)
+    submission.im2col = _trusted_im2col if trusted else _LEARNERS["im2col"]
+
+
+@probe
+def im2col_of(submission, state, base, view, kernel, stride, dilation):
+    """The learner's im2col of a view of ``base``: as given, channels-last, sliced, or with H and W swapped."""
+    _im2col(submission, trusted=False)
+    if view == "channels-last":
+        x = base.transpose(0, 3, 1, 2)
+    elif view == "sliced":
+        x = base[:, 1:, ::2, 2:-1]
+    elif view == "swapped":
+        x = base.transpose(0, 1, 3, 2)
+    else:
+        x = base
+    return submission.im2col(x, kernel, stride, dilation)
+
+
+@probe
+def col2im(submission, state, dcols, shape, kernel, stride, dilation):
+    _im2col(submission, trusted=True)
+    return submission.col2im(dcols, shape, kernel, stride, dilation)
+
+
+@probe
+def conv2d_forward(submission, state, x, w, b, stride, padding, dilation):
+    """The library's conv2d forward (the learner's module, the learner's im2col)."""
+    import minigrad.tensor as mt
+
+    _im2col(submission, trusted=False)
+    return as_array(submission.conv2d(mt.tensor(x), mt.tensor(w), mt.tensor(b), stride, padding, dilation))
+
+
+@probe
+def conv2d_gradients(submission, state, x0, w0, b0, geometry, needs, weights, channels_last):
+    """Gradients of ``sum(weights * conv2d(x, w, b))`` through the learner's backward (trusted im2col)."""
+    import minigrad.tensor as mt
+
+    _im2col(submission, trusted=True)
+    stride, padding, dilation = geometry
+    if channels_last:  # channels-last memory, viewed as (N, C, H, W)
+        x = mt.from_numpy(np.ascontiguousarray(x0.transpose(0, 2, 3, 1))).permute(0, 3, 1, 2).detach()
+    else:
+        x = mt.tensor(x0)
+    x.requires_grad_(needs[0])
+    w = mt.tensor(w0, requires_grad=needs[1])
+    b = None if b0 is None else mt.tensor(b0, requires_grad=needs[2])
+    out = submission.conv2d(x, w, b, stride, padding, dilation)
+    (out.double() * mt.tensor(weights)).sum().backward()
+    return {"grads": [None if t is None or t.grad is None else as_array(t.grad) for t in (x, w, b)]}
 
 # ---------------------------------------------------------------- helpers
 
@@ -42,8 +123,8 @@ def _naive_im2col(x: np.ndarray, kernel, stride, dilation) -> np.ndarray:
     """Row (n, oh, ow) holds x[n, c, oh*sh + i*dh, ow*sw + j*dw] in (i, j, c) order: the definition, as loops."""
     N, C, H, W = x.shape
     (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
-    Ho = reference.conv_output_size(H, kh, sh, 0, dh)
-    Wo = reference.conv_output_size(W, kw, sw, 0, dw)
+    Ho = _output_size(H, kh, sh, dh)
+    Wo = _output_size(W, kw, sw, dw)
     rows = []
     for n in range(N):
         for oh in range(Ho):
@@ -60,8 +141,8 @@ def _naive_conv(x, w, b, stride, padding, dilation) -> np.ndarray:
     N, C, H, W = xp.shape
     O, _, kh, kw = w.shape
     (sh, sw), (dh, dw) = stride, dilation
-    Ho = reference.conv_output_size(H, kh, sh, 0, dh)
-    Wo = reference.conv_output_size(W, kw, sw, 0, dw)
+    Ho = _output_size(H, kh, sh, dh)
+    Wo = _output_size(W, kw, sw, dw)
     out = np.zeros((N, O, Ho, Wo))
     for oh in range(Ho):
         for ow in range(Wo):
@@ -82,10 +163,11 @@ def _close(actual, expected, what: str, rtol: float = 1e-9, atol: float = 1e-9) 
 
 
 def _layouts(gen, shape):
-    """The same random values as a contiguous NCHW array and as an NCHW view of channels-last memory."""
+    """(base array sent to the child, view the child takes, the NCHW values): contiguous and channels-last."""
     N, C, H, W = shape
     nhwc = gen.standard_normal((N, H, W, C))
-    return {"contiguous": np.ascontiguousarray(nhwc.transpose(0, 3, 1, 2)), "channels-last": nhwc.transpose(0, 3, 1, 2)}
+    nchw = np.ascontiguousarray(nhwc.transpose(0, 3, 1, 2))
+    return {"contiguous": (nchw, "contiguous", nchw), "channels-last": (nhwc, "channels-last", nchw)}
 
 
 def _describe(shape, kernel, stride, dilation) -> str:
@@ -95,19 +177,19 @@ def _describe(shape, kernel, stride, dilation) -> str:
 # ---------------------------------------------------------------- 6.1 im2col
 
 
-@pytest.mark.exercise("6.1")
-def test_im2col_matches_the_definition(submission, rng):
+@exercise("6.1")
+def test_im2col_matches_the_definition(learner, rng):
     gen = _np(rng)
     for _ in range(12):
         shape, kernel, stride, dilation = _geometry(gen)
-        for layout, x in _layouts(gen, shape).items():
-            got = submission.im2col(x, kernel, stride, dilation)
+        for layout, (base, view, x) in _layouts(gen, shape).items():
+            got = learner.probe("im2col_of", base, view, kernel, stride, dilation)
             what = f"im2col({layout} {_describe(shape, kernel, stride, dilation)})"
             _close(got, _naive_im2col(x, kernel, stride, dilation), what, rtol=0, atol=0)
 
 
-@pytest.mark.exercise("6.1")
-def test_im2col_of_a_strided_view(submission, rng):
+@exercise("6.1")
+def test_im2col_of_a_strided_view(learner, rng):
     """x may be any strided view (a slice with a step, a transposed image): use x's own strides."""
     gen = _np(rng)
     for _ in range(6):
@@ -115,17 +197,18 @@ def test_im2col_of_a_strided_view(submission, rng):
         N, C, H, W = shape
         big = gen.standard_normal((N, C + 1, 2 * H, W + 3))
         x = big[:, 1:, ::2, 2 : 2 + W]  # a view with a step along H and an offset
-        got = submission.im2col(x, kernel, stride, dilation)
+        got = learner.probe("im2col_of", big, "sliced", kernel, stride, dilation)
         _close(got, _naive_im2col(np.ascontiguousarray(x), kernel, stride, dilation),
                f"im2col(a sliced view, {_describe(shape, kernel, stride, dilation)})", rtol=0, atol=0)
-        swapped = gen.standard_normal((N, C, W, H)).transpose(0, 1, 3, 2)  # (N, C, H, W), H and W strides swapped
-        got = submission.im2col(swapped, kernel, stride, dilation)
+        base = gen.standard_normal((N, C, W, H))
+        swapped = base.transpose(0, 1, 3, 2)  # (N, C, H, W), H and W strides swapped
+        got = learner.probe("im2col_of", base, "swapped", kernel, stride, dilation)
         _close(got, _naive_im2col(np.ascontiguousarray(swapped), kernel, stride, dilation),
                f"im2col(a transposed view, {_describe(shape, kernel, stride, dilation)})", rtol=0, atol=0)
 
 
-@pytest.mark.exercise("6.1")
-def test_conv2d_forward_with_your_im2col(submission, rng):
+@exercise("6.1")
+def test_conv2d_forward_with_your_im2col(learner, rng):
     """The library's conv2d forward (padding, channels-last copy, one matmul) runs on your im2col."""
     gen = _np(rng)
     for _ in range(8):
@@ -135,27 +218,20 @@ def test_conv2d_forward_with_your_im2col(submission, rng):
         x = gen.standard_normal(shape)
         w = gen.standard_normal((O, shape[1], *kernel))
         b = gen.standard_normal(O)
-        out = submission.conv2d(mt.tensor(x), mt.tensor(w), mt.tensor(b), stride, padding, dilation)
-        _close(out.numpy(), _naive_conv(x, w, b, stride, padding, dilation),
+        out = learner.probe("conv2d_forward", x, w, b, stride, padding, dilation)
+        _close(out, _naive_conv(x, w, b, stride, padding, dilation),
                f"conv2d({_describe(shape, kernel, stride, dilation)}, padding {padding}, {O} filters)")
 
 
 # ---------------------------------------------------------------- 6.2 col2im and conv backward
 
 
-@pytest.fixture
-def with_reference_im2col(submission, monkeypatch):
-    """The learner's module with the library's im2col, so 6.2 does not depend on 6.1."""
-    monkeypatch.setattr(submission, "im2col", reference.im2col)
-    return submission
-
-
 def _naive_col2im(dcols, padded_shape, kernel, stride, dilation) -> np.ndarray:
     """Each entry of dcols added back to the input element it was copied from: the adjoint, as loops."""
     N, C, H, W = padded_shape
     (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
-    Ho = reference.conv_output_size(H, kh, sh, 0, dh)
-    Wo = reference.conv_output_size(W, kw, sw, 0, dw)
+    Ho = _output_size(H, kh, sh, dh)
+    Wo = _output_size(W, kw, sw, dw)
     rows = dcols.reshape(N, Ho, Wo, kh, kw, C)
     dx = np.zeros(padded_shape)
     for oh in range(Ho):
@@ -166,29 +242,29 @@ def _naive_col2im(dcols, padded_shape, kernel, stride, dilation) -> np.ndarray:
     return dx
 
 
-@pytest.mark.exercise("6.2")
-def test_col2im_matches_the_loops(with_reference_im2col, rng):
+@exercise("6.2")
+def test_col2im_matches_the_loops(learner, rng):
     gen = _np(rng)
     for _ in range(12):
         shape, kernel, stride, dilation = _geometry(gen)
-        rows = reference.im2col(np.zeros(shape), kernel, stride, dilation).shape[0]
+        rows = _reference_im2col(np.zeros(shape), kernel, stride, dilation).shape[0]
         dcols = gen.standard_normal((rows, kernel[0] * kernel[1] * shape[1]))
-        got = with_reference_im2col.col2im(dcols, shape, kernel, stride, dilation)
+        got = learner.probe("col2im", dcols, shape, kernel, stride, dilation)
         _close(got, _naive_col2im(dcols, shape, kernel, stride, dilation),
                f"col2im(dcols of shape {dcols.shape}, {_describe(shape, kernel, stride, dilation)})")
 
 
-@pytest.mark.exercise("6.2")
-def test_col2im_is_the_adjoint_of_im2col(with_reference_im2col, rng):
+@exercise("6.2")
+def test_col2im_is_the_adjoint_of_im2col(learner, rng):
     """<im2col(x), D> == <x, col2im(D)> for every x and D: overlapping windows must *add* their gradients."""
     gen = _np(rng)
     for _ in range(20):
         shape, kernel, stride, dilation = _geometry(gen)
         stride = (int(gen.integers(1, 3)), int(gen.integers(1, 3)))  # mostly overlapping windows
         x = gen.standard_normal(shape)
-        cols = reference.im2col(x, kernel, stride, dilation)
+        cols = _reference_im2col(x, kernel, stride, dilation)
         d = gen.standard_normal(cols.shape)
-        back = np.asarray(with_reference_im2col.col2im(d, shape, kernel, stride, dilation))
+        back = np.asarray(learner.probe("col2im", d, shape, kernel, stride, dilation))
         assert back.shape == shape, f"col2im returned shape {back.shape}, expected the padded input's {shape}"
         lhs, rhs = float((cols * d).sum()), float((x * back).sum())
         assert np.isclose(lhs, rhs, rtol=1e-9, atol=1e-9), (
@@ -197,8 +273,10 @@ def test_col2im_is_the_adjoint_of_im2col(with_reference_im2col, rng):
         )
 
 
-def _t64(gen, *shape, requires_grad=True):
-    return mt.tensor(gen.standard_normal(shape), dtype=mt.float64, requires_grad=requires_grad)
+def _reference_im2col(x, kernel, stride, dilation):
+    from minigrad.nn.functional.conv import im2col
+
+    return im2col(x, kernel, stride, dilation)
 
 
 def _conv_case(gen):
@@ -212,46 +290,51 @@ def _conv_case(gen):
     return (N, C, H, W), (O, C, *kernel), stride, padding, dilation
 
 
-@pytest.mark.exercise("6.2")
-def test_conv2d_backward_gradcheck(with_reference_im2col, rng):
+@exercise("6.2")
+def test_conv2d_backward_gradcheck(learner, rng):
     """Finite differences of the whole conv2d (x, weight and bias) on random geometries, with your backward."""
+    from minigrad.nn.functional.conv import conv2d
+
     gen = _np(rng)
-    conv2d = with_reference_im2col.conv2d
     for _ in range(6):
         xs, ws, stride, padding, dilation = _conv_case(gen)
         bias = bool(gen.integers(0, 2))
-        x, w, b = _t64(gen, *xs), _t64(gen, *ws), _t64(gen, ws[0])
-        args = [x, w, b] if bias else [x, w]
-        result = gradcheck(lambda x, w, b=None: conv2d(x, w, b, stride, padding, dilation), args,
-                           raise_exception=False, seed=int(gen.integers(2**31)))
-        assert result, (f"conv2d(x {xs}, weight {ws}, stride {stride}, padding {padding}, dilation {dilation}, "
-                        f"bias={bias}): {result}")
+        x, w, b = gen.standard_normal(xs), gen.standard_normal(ws), gen.standard_normal(ws[0])
+        arrays = [x, w, b] if bias else [x, w]
+
+        def fn(x, w, b=None):
+            return conv2d(x, w, b, stride, padding, dilation)
+
+        from minigrad.grading.checks._tensors import reference_outputs
+
+        weights = [np.random.default_rng(int(gen.integers(2**31))).standard_normal(reference_outputs(fn, arrays)[0].shape)]
+        answer = learner.probe("conv2d_gradients", x, w, b if bias else None, (stride, padding, dilation),
+                               [True, True, bias], weights[0], False)
+        gradcheck_here(fn, arrays, [True] * len(arrays), answer, weights,
+                       f"conv2d(x {xs}, weight {ws}, stride {stride}, padding {padding}, dilation {dilation}, bias={bias})")
 
 
-@pytest.mark.exercise("6.2")
-def test_conv2d_backward_matches_the_library(with_reference_im2col, rng):
+@exercise("6.2")
+def test_conv2d_backward_matches_the_library(learner, rng):
     """Same gradients as the reference, also when only some inputs need one and for a channels-last input."""
+    import minigrad.tensor as mt
+    from minigrad.nn.functional.conv import conv2d
+
     gen = _np(rng)
     for trial in range(6):
         xs, ws, stride, padding, dilation = _conv_case(gen)
         x0, w0, b0 = gen.standard_normal(xs), gen.standard_normal(ws), gen.standard_normal(ws[0])
-        g = None
         needs = [(True, True, True), (True, False, False), (False, True, True), (False, True, False)][trial % 4]
-        grads = {}
-        for name, module in (("yours", with_reference_im2col), ("library", reference)):
-            if trial >= 4:  # channels-last memory, viewed as (N, C, H, W)
-                x = mt.from_numpy(np.ascontiguousarray(x0.transpose(0, 2, 3, 1))).permute(0, 3, 1, 2).detach()
-            else:
-                x = mt.tensor(x0)
-            x.requires_grad_(needs[0])
-            w, b = mt.tensor(w0, requires_grad=needs[1]), mt.tensor(b0, requires_grad=needs[2])
-            out = module.conv2d(x, w, b, stride, padding, dilation)
-            g = gen.standard_normal(out.shape) if g is None else g
-            (out * mt.tensor(g)).sum().backward()
-            grads[name] = [t.grad for t in (x, w, b)]
+        x = mt.tensor(x0, requires_grad=needs[0])
+        w, b = mt.tensor(w0, requires_grad=needs[1]), mt.tensor(b0, requires_grad=needs[2])
+        out = conv2d(x, w, b, stride, padding, dilation)
+        g = gen.standard_normal(out.shape)
+        (out * mt.tensor(g)).sum().backward()
+        library = [t.grad for t in (x, w, b)]
+        mine = learner.probe("conv2d_gradients", x0, w0, b0, (stride, padding, dilation), list(needs), g, trial >= 4)["grads"]
         what = f"conv2d(x {xs}, weight {ws}, stride {stride}, padding {padding}, dilation {dilation})"
-        for label, mine, ref, need in zip(("x", "weight", "bias"), grads["yours"], grads["library"], needs):
+        for label, got, ref, need in zip(("x", "weight", "bias"), mine, library, needs):
             if not need:
                 continue
-            assert mine is not None, f"{what}: no gradient for {label}"
-            _close(mine.numpy(), ref.numpy(), f"{what}: gradient of {label}", rtol=1e-9, atol=1e-9)
+            assert got is not None, f"{what}: no gradient for {label}"
+            _close(got, ref.numpy(), f"{what}: gradient of {label}", rtol=1e-9, atol=1e-9)

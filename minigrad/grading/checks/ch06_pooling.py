@@ -5,16 +5,41 @@ padding each run, float64. The learner's ``MaxPool2dFunction.backward`` is
 compared with central finite differences (``minigrad.tensor.gradcheck``) on
 inputs whose values are far apart (so a finite-difference step never changes
 which element wins), and with a plain loop that sends each output's gradient
-to the first maximum of its window, also on inputs full of ties.
+to the first maximum of its window, also on inputs full of ties. The learner's
+code runs in the sandboxed child; the loops, the library's outputs and the
+finite differences are computed here.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-import minigrad.tensor as mt
-from minigrad.tensor import gradcheck
+from minigrad.grading.checks._tensors import as_array, gradcheck_here, reference_outputs
+from minigrad.grading.probing import exercise, probe
+
+
+@probe
+def input_gradient(submission, state, x0, g, kernel, stride, padding, channels_last=False):
+    """The gradient of ``sum(g * max_pool2d(x))`` for the input, through the learner's backward."""
+    import minigrad.tensor as mt
+
+    if channels_last:
+        x = mt.from_numpy(np.ascontiguousarray(x0.transpose(0, 2, 3, 1))).permute(0, 3, 1, 2).detach()
+    else:
+        x = mt.tensor(x0)
+    x.requires_grad_(True)
+    out = submission.max_pool2d(x, kernel, stride, padding)
+    (out * mt.tensor(g)).sum().backward()
+    return {"grads": [None if x.grad is None else as_array(x.grad)]}
+
+
+def _pool(kernel, stride, padding):
+    def fn(x):
+        from minigrad.nn.functional.pooling import max_pool2d
+
+        return max_pool2d(x, kernel, stride, padding)
+
+    return fn
 
 
 def _np(rng) -> np.random.Generator:
@@ -65,39 +90,34 @@ def _close(actual, expected, what: str) -> None:
         )
 
 
-def _grad_of_input(submission, x0: np.ndarray, g: np.ndarray | None, gen, kernel, stride, padding, channels_last=False):
-    if channels_last:
-        x = mt.from_numpy(np.ascontiguousarray(x0.transpose(0, 2, 3, 1))).permute(0, 3, 1, 2).detach()
-    else:
-        x = mt.tensor(x0)
-    x.requires_grad_(True)
-    out = submission.max_pool2d(x, kernel, stride, padding)
-    g = gen.standard_normal(out.shape) if g is None else g
-    (out * mt.tensor(g)).sum().backward()
-    assert x.grad is not None, "max_pool2d: the input got no gradient"
-    return x.grad.numpy(), g
+def _grad_of_input(learner, x0: np.ndarray, g: np.ndarray | None, gen, kernel, stride, padding, channels_last=False):
+    g = gen.standard_normal(reference_outputs(_pool(kernel, stride, padding), [x0])[0].shape) if g is None else g
+    [grad] = learner.probe("input_gradient", x0, g, kernel, stride, padding, channels_last)["grads"]
+    assert grad is not None, "max_pool2d: the input got no gradient"
+    return grad, g
 
 
-@pytest.mark.exercise("6.3")
-def test_max_pool_backward_gradcheck(submission, rng):
+@exercise("6.3")
+def test_max_pool_backward_gradcheck(learner, rng):
     gen = _np(rng)
     for _ in range(8):
         shape, kernel, stride, padding = _case(gen)
         # distinct values 0.1 apart: a 1e-6 step never changes which element wins a window
-        x = mt.tensor(gen.permutation(int(np.prod(shape))).reshape(shape) * 0.1, dtype=mt.float64, requires_grad=True)
-        result = gradcheck(lambda x: submission.max_pool2d(x, kernel, stride, padding), [x],
-                           raise_exception=False, seed=int(gen.integers(2**31)))
-        assert result, f"{_describe(shape, kernel, stride, padding)}: {result}"
+        x = (gen.permutation(int(np.prod(shape))).reshape(shape) * 0.1).astype(np.float64)
+        fn = _pool(kernel, stride, padding)
+        weights = [np.random.default_rng(int(gen.integers(2**31))).standard_normal(reference_outputs(fn, [x])[0].shape)]
+        answer = learner.probe("input_gradient", x, weights[0], kernel, stride, padding)
+        gradcheck_here(fn, [x], [True], answer, weights, _describe(shape, kernel, stride, padding))
 
 
-@pytest.mark.exercise("6.3")
-def test_max_pool_backward_routes_to_the_winner(submission, rng):
+@exercise("6.3")
+def test_max_pool_backward_routes_to_the_winner(learner, rng):
     """Against the loop, on random values and on values full of ties (the first maximum wins, as in PyTorch)."""
     gen = _np(rng)
     for trial in range(10):
         shape, kernel, stride, padding = _case(gen)
         x0 = gen.integers(-2, 3, size=shape).astype(np.float64) if trial % 2 else gen.standard_normal(shape)
-        got, g = _grad_of_input(submission, x0, None, gen, kernel, stride, padding, channels_last=trial >= 7)
+        got, g = _grad_of_input(learner, x0, None, gen, kernel, stride, padding, channels_last=trial >= 7)
         what = _describe(shape, kernel, stride, padding) + (" with ties" if trial % 2 else "")
         _close(got, _naive_backward(x0, g, kernel, stride, padding), what)
         assert np.isclose(got.sum(), g.sum(), rtol=1e-10, atol=1e-10), (
@@ -106,15 +126,15 @@ def test_max_pool_backward_routes_to_the_winner(submission, rng):
         )
 
 
-@pytest.mark.exercise("6.3")
-def test_max_pool_backward_overlapping_windows_add_up(submission, rng):
+@exercise("6.3")
+def test_max_pool_backward_overlapping_windows_add_up(learner, rng):
     """Stride 1, kernel 3: an element that wins several windows collects all their gradients."""
     gen = _np(rng)
     size = int(gen.integers(4, 8))
     x0 = gen.standard_normal((1, 1, size, size)) * 0.01
     peak = (int(gen.integers(1, size - 1)), int(gen.integers(1, size - 1)))
     x0[0, 0, peak[0], peak[1]] = 10.0  # wins every window that contains it
-    got, g = _grad_of_input(submission, x0, None, gen, 3, 1, 0)
+    got, g = _grad_of_input(learner, x0, None, gen, 3, 1, 0)
     windows = [(oh, ow) for oh in range(size - 2) for ow in range(size - 2)
                if oh <= peak[0] < oh + 3 and ow <= peak[1] < ow + 3]
     expected = sum(g[0, 0, oh, ow] for oh, ow in windows)
