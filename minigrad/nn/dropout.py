@@ -15,8 +15,8 @@ class Dropout(Module):
     """Zero each element with probability ``p`` in training mode and scale the rest by 1/(1-p); identity in eval mode.
 
     ``generator=`` (a ``numpy.random.Generator`` or an int seed) is a minigrad
-    addition; by default the masks come from minigrad.tensor's default
-    generator (seeded by ``manual_seed``).
+    addition; by default the masks come from the generator of the input's
+    device (seeded by ``manual_seed``).
     """
 
     def __init__(self, p: float = 0.5, inplace: bool = False, generator=None):

@@ -34,10 +34,13 @@ from minigrad.tensor.backend import (
     array_module,
     device,
     get_backend,
+    get_default_device,
     register_backend,
     registered_backends,
+    set_default_device,
     unregister_backend,
 )
+from minigrad.tensor.dispatch import register_op_impl, registered_op_impls, unregister_op_impl
 from minigrad.tensor.dtypes import (
     bfloat16,
     bool_,
@@ -147,7 +150,7 @@ from minigrad.tensor.ops_shape import (
     unsqueeze,
     view,
 )
-from minigrad.tensor.rng import default_generator, fork_rng, get_rng_state, manual_seed, set_rng_state
+from minigrad.tensor.rng import default_generator, fork_rng, generator_for, get_rng_state, manual_seed, set_rng_state
 
 cpu = device("cpu")
 float = float32  # noqa: A001 - PyTorch aliases
@@ -166,6 +169,7 @@ __all__ = [
     "default_float", "promote_types", "is_floating_point", "finfo",
     "Device", "Backend", "DeviceError", "device", "cpu", "register_backend", "unregister_backend",
     "get_backend", "registered_backends", "array_module", "ShapeError", "DTypeError",
+    "set_default_device", "get_default_device", "register_op_impl", "unregister_op_impl", "registered_op_impls",
     # extension points
     "hooks", "strides", "grad_rules", "AllocationEvent", "add_allocation_observer", "remove_allocation_observer",
     "allocation_tag", "set_buffer_tag", "set_dtype_policy", "get_dtype_policy", "dtype_policy",
@@ -174,7 +178,7 @@ __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
     "empty_like", "full_like", "rand", "randn", "randint", "rand_like", "randn_like", "randperm",
     "arange", "linspace", "eye", "manual_seed", "default_generator", "get_rng_state", "set_rng_state",
-    "fork_rng",
+    "fork_rng", "generator_for",
     # ops
     "add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
     "leaky_relu", "gelu", "clamp", "clip", "maximum", "minimum", "where",

@@ -15,7 +15,12 @@ through ``__array_ufunc__``). Where an op needs a module-level function it asks
 Invariants
 - ``device(spec)`` returns the same ``Device`` object for equal specs, so
   devices can be compared with ``is`` on the hot path.
-- ``cpu`` is always registered, as NumPy.
+- ``cpu`` is always registered, as NumPy; it is the default device (where
+  factories put tensors without ``device=``) unless ``set_default_device``
+  names another.
+- ``Backend.make_generator`` gives the device its own random generator
+  (:mod:`~minigrad.tensor.rng`); per-op kernels of a device type are
+  registered in :mod:`~minigrad.tensor.dispatch`.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import numpy as np
 __all__ = [
     "Backend", "Device", "DeviceError", "register_backend", "unregister_backend",
     "get_backend", "registered_backends", "device", "array_module", "transfer", "cpu",
+    "set_default_device", "get_default_device",
 ]
 
 
@@ -43,7 +49,9 @@ class Backend:
     (``numpy``, ``cupy``); ``array_types``: the array classes it produces;
     ``to_numpy(array)`` copies to a NumPy array on the host;
     ``from_numpy(array, index)`` copies a NumPy array onto device ``index``;
-    ``synchronize(index)`` waits for queued work (a no-op on the CPU).
+    ``synchronize(index)`` waits for queued work (a no-op on the CPU);
+    ``make_generator(seed, index)`` makes the device's random generator (see
+    :mod:`~minigrad.tensor.rng`; None: draw on the host and copy over).
     """
 
     name: str
@@ -53,6 +61,7 @@ class Backend:
     from_numpy: Callable[[np.ndarray, int | None], Any] = lambda a, index=None: a
     synchronize: Callable[[int | None], None] = field(default=lambda index=None: None)
     default_index: int | None = None
+    make_generator: Callable[[int | None, int | None], Any] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,6 +125,9 @@ def unregister_backend(name: str) -> None:
                 del _XP_BY_TYPE[array_type]
     for key in [k for k in _DEVICES if k[0] == name]:
         del _DEVICES[key]
+    global _default_device
+    if _default_device.type == name:
+        _default_device = cpu
 
 
 def get_backend(name: str) -> Backend:
@@ -168,3 +180,18 @@ def transfer(array, src: Device, dst: Device):
 
 register_backend(Backend("cpu", np, (np.ndarray,), np.asarray, lambda a, index=None: a))
 cpu = device("cpu")
+_default_device = cpu
+
+
+def set_default_device(spec) -> None:
+    """Where factories (``zeros``, ``randn``, ``tensor(...)``) put tensors when no ``device=`` is given.
+
+    As ``torch.set_default_device``; ``cpu`` unless changed. ``from_numpy``
+    stays on the CPU (it shares the NumPy array's memory).
+    """
+    global _default_device
+    _default_device = device(spec)
+
+
+def get_default_device() -> Device:
+    return _default_device

@@ -3,7 +3,9 @@
 Names and defaults follow PyTorch: sizes may be given as ``zeros(2, 3)`` or
 ``zeros((2, 3))``; floating point results are ``float32`` unless ``dtype=``
 says otherwise; ``full`` and ``arange`` infer the dtype from their numbers.
-Every factory takes ``device=`` and ``requires_grad=``.
+Every factory takes ``device=`` (default: ``get_default_device()``, the CPU
+unless ``set_default_device`` changed it) and ``requires_grad=``; random
+factories draw on that device, from its generator (see :mod:`.rng`).
 
 ``tensor(data)`` always copies; ``from_numpy(array)`` shares the array's
 memory (and keeps its strides), as in PyTorch.
@@ -17,7 +19,7 @@ import sys
 import numpy as np
 
 from minigrad.tensor import rng
-from minigrad.tensor.backend import cpu, device as as_device, transfer
+from minigrad.tensor.backend import cpu, device as as_device, get_default_device, transfer
 from minigrad.tensor.dtypes import as_dtype, bool_, canonical_dtype, default_float, finfo, int64, is_floating_point
 from minigrad.tensor.errors import DTypeError
 from minigrad.tensor.tensor import Tensor, make_tensor
@@ -61,8 +63,12 @@ def _shown(size) -> str:
     return "(" + ", ".join(map(str, size)) + ("," if len(size) == 1 else "") + ")"
 
 
+def _device(device):
+    return get_default_device() if device is None else as_device(device)
+
+
 def _finish(array, device, requires_grad: bool) -> Tensor:
-    dev = cpu if device is None else as_device(device)
+    dev = _device(device)
     if dev is not cpu and isinstance(array, np.ndarray):
         array = transfer(array, cpu, dev)
     t = make_tensor(array, dev)
@@ -72,7 +78,7 @@ def _finish(array, device, requires_grad: bool) -> Tensor:
 
 
 def _xp(device):
-    return (cpu if device is None else as_device(device)).backend.xp
+    return _device(device).backend.xp
 
 
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -162,9 +168,10 @@ def _float_dtype(dtype, op: str):
     return dtype
 
 
-def _generator(generator):
+def _generator(generator, device=None):
+    """Where to draw from: ``generator`` (on the host), else the generator of the tensor's device."""
     if generator is None:
-        return rng.default_generator()
+        return rng.generator_for(_device(device))
     if not isinstance(generator, np.random.Generator):
         raise TypeError(
             f"generator must be a numpy.random.Generator (e.g. np.random.default_rng(0)), got {type(generator).__name__}"
@@ -175,7 +182,7 @@ def _generator(generator):
 def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Samples of the standard normal distribution N(0, 1)."""
     dtype = _float_dtype(dtype, "randn")
-    gen = _generator(generator)
+    gen = _generator(generator, device)
     draw_dtype = dtype if dtype.itemsize >= 4 else np.float32  # NumPy draws float32 and float64 only
     data = gen.standard_normal(_size(size), dtype=draw_dtype).astype(dtype, copy=False)
     return _finish(data, device, requires_grad)
@@ -184,7 +191,7 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Samples of the uniform distribution on [0, 1)."""
     dtype = _float_dtype(dtype, "rand")
-    gen = _generator(generator)
+    gen = _generator(generator, device)
     draw_dtype = dtype if dtype.itemsize >= 4 else np.float32
     data = gen.random(_size(size), dtype=draw_dtype).astype(dtype, copy=False)
     if draw_dtype != dtype:  # rounding to a narrow type can reach 1.0: keep [0, 1) half-open
@@ -196,7 +203,7 @@ def randint(low: int, high: int | None = None, size=(), generator=None, dtype=No
     """Integers drawn uniformly from [low, high) (``randint(high, size)`` means low = 0)."""
     if high is None:
         low, high = 0, low
-    data = _generator(generator).integers(low, high, size=tuple(size), dtype=np.int64)
+    data = _generator(generator, device).integers(low, high, size=tuple(size), dtype=np.int64)
     return _finish(data.astype(as_dtype(dtype) or int64, copy=False), device, False)
 
 
@@ -212,7 +219,8 @@ def randn_like(x: Tensor, generator=None, dtype=None, device=None, requires_grad
 
 def randperm(n: int, generator=None, device=None) -> Tensor:
     """A random permutation of 0..n-1 (int64)."""
-    return _finish(_generator(generator).permutation(int(n)).astype(np.int64), device, False)
+    (n,) = _size((n,), "randperm")
+    return _finish(_generator(generator, device).permutation(n).astype(np.int64), device, False)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False) -> Tensor:

@@ -63,6 +63,8 @@ from minigrad.tensor import bfloat16_compute as _bf16
 from minigrad.tensor import hooks
 from minigrad.tensor.backend import DeviceError
 from minigrad.tensor.dtypes import bfloat16
+from minigrad.tensor.dispatch import OP_IMPLS as _op_impls
+from minigrad.tensor.dispatch import bind_forward as _bind_forward
 from minigrad.tensor.errors import DTypeError, ShapeError, describe
 from minigrad.tensor.tensor import Tensor, VersionCounter
 
@@ -267,11 +269,13 @@ class Function:
             else:
                 arrays.append(a)
                 parents.append(NOT_A_TENSOR)
+        # a device type may have registered its own kernel for this op (minigrad.tensor.dispatch)
+        forward = _bind_forward(ctx, device.type) if _op_impls and device is not None else ctx.forward
         try:
             if bf16 and _bf16.applies(arrays):  # computed in float32, rounded to bfloat16
                 out = _bf16.forward(ctx, arrays, kwargs)
             else:
-                out = ctx.forward(*arrays, **kwargs)
+                out = forward(*arrays, **kwargs)
         except (ShapeError, DTypeError, DeviceError, NotImplementedError):
             raise
         except (ValueError, TypeError, IndexError) as exc:

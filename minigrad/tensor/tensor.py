@@ -29,7 +29,7 @@ from collections import namedtuple
 import numpy as np
 
 from minigrad.tensor import hooks
-from minigrad.tensor.backend import Device, DeviceError, cpu, device as as_device, transfer
+from minigrad.tensor.backend import Device, DeviceError, cpu, device as as_device, get_default_device, transfer
 from minigrad.tensor.dtypes import as_dtype, bfloat16, canonical_dtype, default_float, int64, is_floating_point
 from minigrad.tensor.errors import DTypeError, ShapeError
 from minigrad.tensor.strides import is_contiguous as _is_contiguous_layout
@@ -132,7 +132,7 @@ class Tensor:
 
     def __init__(self, data, dtype=None, requires_grad: bool = False, device=None):
         arr = _to_array(data, dtype)
-        dev = cpu if device is None else as_device(device)
+        dev = get_default_device() if device is None else as_device(device)
         if dev is not cpu:
             arr = transfer(arr, cpu, dev)
         self._data = arr
@@ -314,8 +314,13 @@ class Tensor:
     def _host(self) -> np.ndarray:
         return self._data if self._device is cpu else self._device.backend.to_numpy(self._data)
 
-    def numpy(self) -> np.ndarray:
-        """The data as a NumPy array sharing memory with the tensor (CPU tensors that do not require grad)."""
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The data as a NumPy array sharing memory with the tensor (CPU tensors that do not require grad).
+
+        ``force=True`` (as in PyTorch) is ``x.detach().cpu().numpy()``: any tensor, copied to the host if needed.
+        """
+        if force:
+            return self.detach().cpu().numpy()
         if self._requires_grad:
             raise RuntimeError(
                 "numpy: can't call numpy() on a tensor that requires grad; use x.detach().numpy()"
@@ -714,6 +719,9 @@ def shares_memory(a: Tensor, b: Tensor) -> bool:
         return False
     if a.device is cpu:
         return bool(np.shares_memory(a._data, b._data))
+    xp = a.device.backend.xp
+    if hasattr(xp, "shares_memory"):
+        return bool(xp.shares_memory(a._data, b._data))
     return hooks._root(a._data) is hooks._root(b._data)
 
 

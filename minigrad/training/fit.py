@@ -21,7 +21,8 @@ from minigrad.training.history import EpochRecord, History
 
 
 def _correct(logits, targets) -> int:
-    return int((logits.detach().numpy().argmax(axis=-1) == targets.numpy()).sum())
+    """How many predictions hit their target; counted on the tensors' device, one number comes back."""
+    return int((logits.detach().argmax(dim=-1) == targets).sum().item())
 
 
 def evaluate(model, loader: Iterable, loss_fn: Callable) -> tuple[float, float]:
@@ -109,7 +110,7 @@ def fit(
 
 
 def predict(model, loader) -> np.ndarray:
-    """Predicted class of every sample in ``loader``, in order."""
+    """Predicted class of every sample in ``loader``, in order (a NumPy array on the host)."""
     model.eval()
     with no_grad():
-        return np.concatenate([model(x).numpy().argmax(axis=-1) for x, _ in loader])
+        return np.concatenate([model(x).argmax(dim=-1).cpu().numpy() for x, _ in loader])

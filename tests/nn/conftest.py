@@ -24,3 +24,9 @@ def _seeded():
     """Every test starts from the same default generator state."""
     mt.manual_seed(0)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _on_every_device(device):
+    """Every test runs on the CPU and on the strict test device (see tests/conftest.py)."""
+    yield

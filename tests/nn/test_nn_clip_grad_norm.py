@@ -49,10 +49,10 @@ def test_non_finite_total_norm_follows_pytorch():
     assert p.grad.tolist()[1] == 4.0  # untouched when it raises
     total = nn.utils.clip_grad_norm_([p], 1.0)  # PyTorch: scale by 1 / inf = 0 (inf * 0 = nan)
     assert total.item() == math.inf
-    assert np.isnan(p.grad.numpy()[0]) and p.grad.numpy()[1] == 0.0
+    assert np.isnan(p.grad.cpu().numpy()[0]) and p.grad.cpu().numpy()[1] == 0.0
     q = param_with_grad([math.nan, 4.0])
     assert math.isnan(nn.utils.clip_grad_norm_([q], 1.0).item())
-    assert np.isnan(q.grad.numpy()).all()  # PyTorch scales by the nan coefficient too
+    assert np.isnan(q.grad.cpu().numpy()).all()  # PyTorch scales by the nan coefficient too
 
 
 def test_non_finite_semantics_match_torch():
@@ -64,4 +64,4 @@ def test_non_finite_semantics_match_torch():
         ours = nn.utils.clip_grad_norm_([p], 1.0).item()
         theirs = torch.nn.utils.clip_grad_norm_([t], 1.0).item()
         np.testing.assert_allclose(ours, theirs, rtol=1e-6)
-        np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(p.grad.cpu().numpy(), t.grad.numpy(), rtol=1e-6)

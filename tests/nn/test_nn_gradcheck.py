@@ -90,7 +90,7 @@ def test_conv2d_memory_orders_agree(rng, monkeypatch, channels_last):
         out = F.conv2d(x, w, b, stride=(1, 2), padding=(1, 2), dilation=(2, 1))
         (out * mt.tensor(upstream)).sum().backward()
         assert out.is_contiguous() != channels_last  # the input's memory format, in both orders
-        results.append([out.detach().numpy(), x.grad.numpy(), w.grad.numpy(), b.grad.numpy()])
+        results.append([out.detach().cpu().numpy(), x.grad.cpu().numpy(), w.grad.cpu().numpy(), b.grad.cpu().numpy()])
     for taps, rows in zip(*results):
         np.testing.assert_allclose(taps, rows, rtol=1e-12, atol=1e-12)
 

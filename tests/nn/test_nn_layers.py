@@ -31,8 +31,8 @@ def test_linear_shapes_and_default_init():
     layer = nn.Linear(784, 256)
     assert layer.weight.shape == (256, 784) and layer.bias.shape == (256,)
     bound = 1 / math.sqrt(784)
-    w = layer.weight.detach().numpy()
-    assert np.abs(w).max() <= bound and np.abs(layer.bias.detach().numpy()).max() <= bound
+    w = layer.weight.detach().cpu().numpy()
+    assert np.abs(w).max() <= bound and np.abs(layer.bias.detach().cpu().numpy()).max() <= bound
     assert w.var() == pytest.approx(bound**2 / 3, rel=0.05)  # uniform on [-b, b]
     assert layer(mt.randn(32, 784)).shape == (32, 256)
     assert layer(mt.randn(2, 5, 784)).shape == (2, 5, 256)
@@ -43,16 +43,16 @@ def test_linear_init_is_seeded():
     a = nn.Linear(5, 4)
     mt.manual_seed(3)
     b = nn.Linear(5, 4)
-    np.testing.assert_array_equal(a.weight.detach().numpy(), b.weight.detach().numpy())
+    np.testing.assert_array_equal(a.weight.detach().cpu().numpy(), b.weight.detach().cpu().numpy())
     c, d = nn.Linear(5, 4, generator=np.random.default_rng(1)), nn.Linear(5, 4, generator=1)
-    np.testing.assert_array_equal(c.weight.detach().numpy(), d.weight.detach().numpy())
+    np.testing.assert_array_equal(c.weight.detach().cpu().numpy(), d.weight.detach().cpu().numpy())
 
 
 def test_linear_computes_x_wt_plus_b(rng):
     layer = nn.Linear(3, 2)
     x = rng.standard_normal((4, 3)).astype(np.float32)
-    expected = x @ layer.weight.detach().numpy().T + layer.bias.detach().numpy()
-    np.testing.assert_allclose(layer(mt.tensor(x)).detach().numpy(), expected, rtol=1e-6)
+    expected = x @ layer.weight.detach().cpu().numpy().T + layer.bias.detach().cpu().numpy()
+    np.testing.assert_allclose(layer(mt.tensor(x)).detach().cpu().numpy(), expected, rtol=1e-6)
     assert nn.Linear(3, 2, bias=False)(mt.tensor(x)).shape == (4, 2)
 
 
@@ -73,7 +73,7 @@ def test_conv2d_shapes_and_init():
     layer = nn.Conv2d(3, 8, 5, stride=2, padding=2)
     assert layer.weight.shape == (8, 3, 5, 5) and layer.bias.shape == (8,)
     bound = 1 / math.sqrt(3 * 5 * 5)
-    assert np.abs(layer.weight.detach().numpy()).max() <= bound
+    assert np.abs(layer.weight.detach().cpu().numpy()).max() <= bound
     assert layer(mt.randn(4, 3, 28, 28)).shape == (4, 8, 14, 14)
     assert layer(mt.randn(3, 28, 28)).shape == (8, 14, 14)  # unbatched, as in PyTorch
     assert nn.Conv2d(1, 2, 3, padding="same")(mt.randn(1, 1, 5, 7)).shape == (1, 2, 5, 7)
@@ -88,13 +88,13 @@ def test_conv2d_output_keeps_the_input_memory_format(rng):
     assert out.view(2, -1).shape == (2, 256)
     pooled = nn.MaxPool2d(2)(nn.ReLU()(out))
     assert pooled.is_contiguous() and pooled.view(2, -1).shape == (2, 64)
-    x_cl = mt.tensor(np.ascontiguousarray(x.numpy().transpose(0, 2, 3, 1))).permute(0, 3, 1, 2)
+    x_cl = mt.tensor(np.ascontiguousarray(x.cpu().numpy().transpose(0, 2, 3, 1))).permute(0, 3, 1, 2)
     out_cl = layer(x_cl)
     assert not out_cl.is_contiguous() and out_cl.stride(1) == 1
     pooled_cl = nn.MaxPool2d(2)(nn.ReLU()(out_cl))  # pooling keeps the memory format too
     assert pooled_cl.stride(1) == 1
-    np.testing.assert_array_equal(pooled_cl.detach().numpy(), pooled.detach().numpy())
-    np.testing.assert_allclose(out_cl.detach().numpy(), out.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(pooled_cl.detach().cpu().numpy(), pooled.detach().cpu().numpy())
+    np.testing.assert_allclose(out_cl.detach().cpu().numpy(), out.detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
     model = nn.Sequential(nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 5, 3), nn.AvgPool2d(2), nn.Flatten())
     y = model(out_cl)
     assert y.shape == (2, 5)
@@ -122,11 +122,11 @@ def test_conv2d_error_names_the_layer_and_suggests_a_fix():
 def test_conv2d_float16_runs_with_float32_accumulation(rng):
     x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
     layer = nn.Conv2d(3, 4, 3)
-    expected = layer(mt.tensor(x)).detach().numpy()
+    expected = layer(mt.tensor(x)).detach().cpu().numpy()
     layer.half()
     out = layer(mt.tensor(x).half())
     assert out.dtype == mt.float16
-    np.testing.assert_allclose(out.detach().numpy().astype(np.float32), expected, rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(out.detach().cpu().numpy().astype(np.float32), expected, rtol=1e-2, atol=1e-2)
 
 
 # ----------------------------------------------------------------------------- pooling
@@ -159,19 +159,19 @@ def test_pool_errors():
 def test_batchnorm_normalises_in_training_and_uses_running_stats_in_eval(rng):
     layer = nn.BatchNorm2d(3, momentum=0.5)
     x = mt.tensor((rng.standard_normal((8, 3, 4, 4)) * 5 + 3).astype(np.float32))
-    out = layer(x).detach().numpy()
+    out = layer(x).detach().cpu().numpy()
     np.testing.assert_allclose(out.mean(axis=(0, 2, 3)), 0, atol=1e-5)
     np.testing.assert_allclose(out.var(axis=(0, 2, 3)), 1, atol=1e-3)
-    data = x.numpy()
+    data = x.cpu().numpy()
     n = data.size / 3
-    np.testing.assert_allclose(layer.running_mean.numpy(), 0.5 * data.mean(axis=(0, 2, 3)), rtol=1e-5)
-    np.testing.assert_allclose(layer.running_var.numpy(), 0.5 + 0.5 * data.var(axis=(0, 2, 3)) * n / (n - 1), rtol=1e-5)
+    np.testing.assert_allclose(layer.running_mean.cpu().numpy(), 0.5 * data.mean(axis=(0, 2, 3)), rtol=1e-5)
+    np.testing.assert_allclose(layer.running_var.cpu().numpy(), 0.5 + 0.5 * data.var(axis=(0, 2, 3)) * n / (n - 1), rtol=1e-5)
     layer.eval()
-    before = layer.running_mean.numpy().copy()
+    before = layer.running_mean.cpu().numpy().copy()
     single = layer(x[:1])  # one example is fine in eval mode
-    np.testing.assert_array_equal(layer.running_mean.numpy(), before)  # eval does not update
-    expected = (data[:1] - before.reshape(1, 3, 1, 1)) / np.sqrt(layer.running_var.numpy().reshape(1, 3, 1, 1) + 1e-5)
-    np.testing.assert_allclose(single.detach().numpy(), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(layer.running_mean.cpu().numpy(), before)  # eval does not update
+    expected = (data[:1] - before.reshape(1, 3, 1, 1)) / np.sqrt(layer.running_var.cpu().numpy().reshape(1, 3, 1, 1) + 1e-5)
+    np.testing.assert_allclose(single.detach().cpu().numpy(), expected, rtol=1e-4, atol=1e-5)
 
 
 def test_batchnorm_buffers_and_errors():
@@ -196,7 +196,7 @@ def test_batchnorm_buffers_and_errors():
 def test_dropout_train_and_eval():
     layer = nn.Dropout(0.25)
     x = mt.ones(200, 100)
-    out = layer(x).numpy()
+    out = layer(x).cpu().numpy()
     kept = out != 0
     assert kept.mean() == pytest.approx(0.75, abs=0.01)
     np.testing.assert_allclose(out[kept], 1 / 0.75)
@@ -206,23 +206,23 @@ def test_dropout_train_and_eval():
 
 def test_dropout_is_seeded_and_backward_uses_the_same_mask():
     mt.manual_seed(5)
-    a = nn.Dropout(0.5)(mt.ones(10, 10)).numpy()
+    a = nn.Dropout(0.5)(mt.ones(10, 10)).cpu().numpy()
     mt.manual_seed(5)
-    b = nn.Dropout(0.5)(mt.ones(10, 10)).numpy()
+    b = nn.Dropout(0.5)(mt.ones(10, 10)).cpu().numpy()
     np.testing.assert_array_equal(a, b)
-    c = nn.Dropout(0.5, generator=np.random.default_rng(0))(mt.ones(10, 10)).numpy()
-    d = nn.Dropout(0.5, generator=0)(mt.ones(10, 10)).numpy()
+    c = nn.Dropout(0.5, generator=np.random.default_rng(0))(mt.ones(10, 10)).cpu().numpy()
+    d = nn.Dropout(0.5, generator=0)(mt.ones(10, 10)).cpu().numpy()
     np.testing.assert_array_equal(c, d)
     x = mt.ones(6, 6, requires_grad=True)
     y = F.dropout(x, 0.5)
     y.sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), y.detach().numpy())  # d(sum)/dx = mask * 2 = y for x = 1
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), y.detach().cpu().numpy())  # d(sum)/dx = mask * 2 = y for x = 1
 
 
 def test_dropout_edge_probabilities():
     x = mt.randn(3, 3)
     assert F.dropout(x, 0.0) is x
-    assert not F.dropout(x, 1.0).numpy().any()
+    assert not F.dropout(x, 1.0).cpu().numpy().any()
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         nn.Dropout(1.5)
 
@@ -233,12 +233,12 @@ def test_dropout_edge_probabilities():
 def test_activation_modules():
     x = mt.tensor([[-2.0, -0.5, 0.0, 0.5, 2.0]])
     assert nn.ReLU()(x).tolist() == [[0.0, 0.0, 0.0, 0.5, 2.0]]
-    np.testing.assert_allclose(nn.LeakyReLU(0.1)(x).numpy(), [[-0.2, -0.05, 0.0, 0.5, 2.0]], rtol=1e-6)
-    np.testing.assert_allclose(nn.Sigmoid()(x).numpy(), 1 / (1 + np.exp(-x.numpy())), rtol=1e-6)
-    np.testing.assert_allclose(nn.Tanh()(x).numpy(), np.tanh(x.numpy()), rtol=1e-6)
+    np.testing.assert_allclose(nn.LeakyReLU(0.1)(x).cpu().numpy(), [[-0.2, -0.05, 0.0, 0.5, 2.0]], rtol=1e-6)
+    np.testing.assert_allclose(nn.Sigmoid()(x).cpu().numpy(), 1 / (1 + np.exp(-x.cpu().numpy())), rtol=1e-6)
+    np.testing.assert_allclose(nn.Tanh()(x).cpu().numpy(), np.tanh(x.cpu().numpy()), rtol=1e-6)
     assert nn.GELU()(x).shape == x.shape
-    np.testing.assert_allclose(nn.Softmax(dim=1)(x).numpy().sum(), 1, rtol=1e-6)
-    np.testing.assert_allclose(np.exp(nn.LogSoftmax(dim=1)(x).numpy()).sum(), 1, rtol=1e-6)
+    np.testing.assert_allclose(nn.Softmax(dim=1)(x).cpu().numpy().sum(), 1, rtol=1e-6)
+    np.testing.assert_allclose(np.exp(nn.LogSoftmax(dim=1)(x).cpu().numpy()).sum(), 1, rtol=1e-6)
     assert nn.Identity(3, foo=1)(x) is x
     assert nn.Flatten()(mt.randn(2, 3, 4, 5)).shape == (2, 60)
     assert nn.Flatten(0, 1)(mt.randn(2, 3, 4)).shape == (6, 4)
@@ -254,16 +254,16 @@ def test_loss_modules_match_functional(rng):
     assert nn.NLLLoss(reduction="sum")(F.log_softmax(x, 1), y).item() == pytest.approx(F.cross_entropy(x, y, reduction="sum").item(), rel=1e-6)
     assert nn.CrossEntropyLoss(reduction="none")(x, y).shape == (5,)
     t = mt.tensor(rng.uniform(0, 1, (5, 3)).astype(np.float32))
-    assert nn.MSELoss()(x, t).item() == pytest.approx(float(((x.numpy() - t.numpy()) ** 2).mean()), rel=1e-6)
-    p = 1 / (1 + np.exp(-x.numpy()))
-    bce = -(t.numpy() * np.log(p) + (1 - t.numpy()) * np.log(1 - p)).mean()
+    assert nn.MSELoss()(x, t).item() == pytest.approx(float(((x.cpu().numpy() - t.cpu().numpy()) ** 2).mean()), rel=1e-6)
+    p = 1 / (1 + np.exp(-x.cpu().numpy()))
+    bce = -(t.cpu().numpy() * np.log(p) + (1 - t.cpu().numpy()) * np.log(1 - p)).mean()
     assert nn.BCEWithLogitsLoss()(x, t).item() == pytest.approx(float(bce), rel=1e-5)
 
 
 def test_cross_entropy_ignore_index_counts_only_the_other_rows(rng):
     x = mt.tensor(rng.standard_normal((4, 3)))
     y = mt.tensor(np.array([0, -100, 2, -100]))
-    per_row = F.cross_entropy(x, y, reduction="none").numpy()
+    per_row = F.cross_entropy(x, y, reduction="none").cpu().numpy()
     assert per_row[1] == 0 and per_row[3] == 0
     assert F.cross_entropy(x, y).item() == pytest.approx(per_row.sum() / 2)
 
@@ -273,7 +273,7 @@ def test_cross_entropy_stable_without_torch():
     loss = F.cross_entropy(x, mt.tensor([2]))
     assert loss.item() == pytest.approx(2e4, rel=1e-6)
     loss.backward()
-    np.testing.assert_allclose(x.grad.numpy(), [[1.0, 0.0, -1.0]], atol=1e-6)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [[1.0, 0.0, -1.0]], atol=1e-6)
 
 
 def test_loss_errors():
@@ -320,27 +320,27 @@ def test_calculate_gain():
 def test_init_scales(fn, kwargs, expected_std):
     w = mt.empty(300, 200)
     assert fn(w, **kwargs) is w
-    assert w.numpy().std() == pytest.approx(expected_std, rel=0.03)
-    assert abs(w.numpy().mean()) < 0.1 * expected_std
+    assert w.cpu().numpy().std() == pytest.approx(expected_std, rel=0.03)
+    assert abs(w.cpu().numpy().mean()) < 0.1 * expected_std
 
 
 def test_init_in_place_seeded_and_outside_the_graph():
     p = nn.Parameter(mt.empty(4, 5, 3, 3))
     nn.init.kaiming_uniform_(p, generator=np.random.default_rng(0))
-    first = p.detach().numpy().copy()
+    first = p.detach().cpu().numpy().copy()
     nn.init.kaiming_uniform_(p, generator=0)
-    np.testing.assert_array_equal(first, p.detach().numpy())
+    np.testing.assert_array_equal(first, p.detach().cpu().numpy())
     assert p.is_leaf and p.grad_fn is None
     assert np.abs(first).max() <= math.sqrt(6 / (5 * 9))  # fan_in counts the kernel: 5 * 3 * 3
     nn.init.constant_(p, 0.5)
-    assert (p.detach().numpy() == 0.5).all()
+    assert (p.detach().cpu().numpy() == 0.5).all()
     b = mt.empty(7)
     nn.init.uniform_(b, -0.1, 0.1)
     nn.init.normal_(b, 1.0, 0.01)
-    assert abs(b.numpy().mean() - 1) < 0.05
+    assert abs(b.cpu().numpy().mean() - 1) < 0.05
     nn.init.ones_(b)
     nn.init.zeros_(b)
-    assert not b.numpy().any()
+    assert not b.cpu().numpy().any()
     with pytest.raises(ValueError, match="fewer than 2 dimensions"):
         nn.init.xavier_uniform_(b)
 
@@ -353,11 +353,11 @@ def test_clip_grad_norm():
     a.grad, b.grad = mt.tensor([3.0, 0.0, 0.0]), mt.tensor([0.0, 4.0, 0.0, 0.0])
     total = nn.utils.clip_grad_norm_([a, b], max_norm=1.0)
     assert total.item() == pytest.approx(5.0)
-    norm_after = math.sqrt(float((a.grad.numpy() ** 2).sum() + (b.grad.numpy() ** 2).sum()))
+    norm_after = math.sqrt(float((a.grad.cpu().numpy() ** 2).sum() + (b.grad.cpu().numpy() ** 2).sum()))
     assert norm_after == pytest.approx(1.0, rel=1e-5)
     # below the threshold: untouched
     assert nn.utils.clip_grad_norm_(iter([a, b]), max_norm=10.0).item() == pytest.approx(1.0, rel=1e-5)
-    assert norm_after == pytest.approx(math.sqrt(float((a.grad.numpy() ** 2).sum() + (b.grad.numpy() ** 2).sum())))
+    assert norm_after == pytest.approx(math.sqrt(float((a.grad.cpu().numpy() ** 2).sum() + (b.grad.cpu().numpy() ** 2).sum())))
     assert nn.utils.clip_grad_norm_([nn.Parameter(mt.zeros(2))], 1.0).item() == 0.0  # no grads at all
     a.grad = mt.tensor([float("nan"), 0.0, 0.0])
     with pytest.raises(RuntimeError, match="nan"):
@@ -396,7 +396,7 @@ def test_a_small_cnn_learns(rng):
     assert losses[-1] < 0.5 * losses[0]
     model.eval()
     with mt.no_grad():
-        assert (model(x).argmax(1).numpy() == y.numpy()).mean() > 0.9
+        assert (model(x).argmax(1).cpu().numpy() == y.cpu().numpy()).mean() > 0.9
 
 
 def test_layers_run_under_a_dtype_policy():

@@ -101,7 +101,7 @@ def test_zero_grad():
     net(mt.randn(2, 1, 8, 8)).sum().backward()
     assert all(p.grad is not None for p in net.parameters())
     net.zero_grad(set_to_none=False)
-    assert all(p.grad is not None and not p.grad.numpy().any() for p in net.parameters())
+    assert all(p.grad is not None and not p.grad.cpu().numpy().any() for p in net.parameters())
     net.zero_grad()
     assert all(p.grad is None for p in net.parameters())
 
@@ -126,7 +126,7 @@ def test_apply_for_custom_init():
             nn.init.zeros_(m.weight)
 
     net.apply(init)
-    assert not net.head.weight.detach().numpy().any()
+    assert not net.head.weight.detach().cpu().numpy().any()
 
 
 # ----------------------------------------------------------------------------- state dict
@@ -154,10 +154,10 @@ def test_state_dict_round_trip_through_save_and_load(tmp_path):
     assert result.missing_keys == [] and result.unexpected_keys == []
     for (ka, va), (kb, vb) in zip(a.state_dict().items(), b.state_dict().items()):
         assert ka == kb and va.dtype == vb.dtype
-        np.testing.assert_array_equal(va.numpy(), vb.numpy())
+        np.testing.assert_array_equal(va.cpu().numpy(), vb.cpu().numpy())
     a.eval(), b.eval()
     x = mt.randn(2, 1, 8, 8)
-    np.testing.assert_array_equal(a(x).detach().numpy(), b(x).detach().numpy())
+    np.testing.assert_array_equal(a(x).detach().cpu().numpy(), b(x).detach().cpu().numpy())
 
 
 def test_state_dict_round_trip_in_memory():
@@ -168,7 +168,7 @@ def test_state_dict_round_trip_in_memory():
     b.load_state_dict({k: v.clone() for k, v in a.state_dict().items()})
     for (ka, va), (kb, vb) in zip(a.state_dict().items(), b.state_dict().items()):
         assert ka == kb
-        np.testing.assert_array_equal(va.numpy(), vb.numpy())
+        np.testing.assert_array_equal(va.cpu().numpy(), vb.cpu().numpy())
 
 
 def test_load_state_dict_keeps_parameter_objects():
@@ -176,7 +176,7 @@ def test_load_state_dict_keeps_parameter_objects():
     weight = b.head.weight
     b.load_state_dict(a.state_dict())
     assert b.head.weight is weight
-    np.testing.assert_array_equal(weight.detach().numpy(), a.head.weight.detach().numpy())
+    np.testing.assert_array_equal(weight.detach().cpu().numpy(), a.head.weight.detach().cpu().numpy())
 
 
 def test_strict_load_lists_missing_and_unexpected_keys():
@@ -226,7 +226,7 @@ def test_load_accepts_numpy_arrays_and_converts_dtype():
     layer = nn.Linear(2, 3)
     layer.load_state_dict({"weight": np.ones((3, 2)), "bias": np.arange(3)})
     assert layer.weight.dtype == mt.float32
-    np.testing.assert_array_equal(layer.bias.detach().numpy(), [0, 1, 2])
+    np.testing.assert_array_equal(layer.bias.detach().cpu().numpy(), [0, 1, 2])
 
 
 # ----------------------------------------------------------------------------- dtypes and devices
@@ -277,14 +277,14 @@ def test_deepcopy_and_pickle_give_independent_models():
     net = Net()
     twin = copy.deepcopy(net)
     assert twin.head.weight is not net.head.weight
-    np.testing.assert_array_equal(twin.head.weight.detach().numpy(), net.head.weight.detach().numpy())
+    np.testing.assert_array_equal(twin.head.weight.detach().cpu().numpy(), net.head.weight.detach().cpu().numpy())
     with mt.no_grad():
         twin.head.weight.mul_(0)
-    assert net.head.weight.detach().numpy().any()
+    assert net.head.weight.detach().cpu().numpy().any()
     twin.eval()(mt.randn(2, 1, 8, 8))  # buffers came along too, on the same device
     again = pickle.loads(pickle.dumps(net))
     assert isinstance(again.head.weight, nn.Parameter) and again.head.weight.requires_grad
-    np.testing.assert_array_equal(again.features[0].weight.detach().numpy(), net.features[0].weight.detach().numpy())
+    np.testing.assert_array_equal(again.features[0].weight.detach().cpu().numpy(), net.features[0].weight.detach().cpu().numpy())
 
 
 # ----------------------------------------------------------------------------- repr
@@ -327,7 +327,8 @@ def test_leaf_reprs_match_pytorch(torch):
 def test_parameter_repr_and_sharing():
     data = mt.tensor([1.0, 2.0])
     p = nn.Parameter(data)
-    assert repr(p) == "Parameter containing:\ntensor([1., 2.], requires_grad=True)"
+    where = "" if data.device is mt.cpu else f", device='{data.device}'"
+    assert repr(p) == f"Parameter containing:\ntensor([1., 2.]{where}, requires_grad=True)"
     assert mt.shares_memory(p, data) and p.is_leaf and p.requires_grad
     assert type(p * 2) is mt.Tensor
     assert not nn.Parameter(mt.zeros(1), requires_grad=False).requires_grad
@@ -343,7 +344,7 @@ def test_sequential_indexing_len_iteration_and_slicing():
     head = seq[:2]
     assert isinstance(head, nn.Sequential) and len(head) == 2 and head[0] is seq[0]
     x = mt.randn(5, 4)
-    np.testing.assert_allclose(seq(x).detach().numpy(), seq[2](seq[1](seq[0](x))).detach().numpy())
+    np.testing.assert_allclose(seq(x).detach().cpu().numpy(), seq[2](seq[1](seq[0](x))).detach().cpu().numpy())
     seq.append(nn.Tanh())
     assert len(seq) == 4 and [n for n, _ in seq.named_children()] == ["0", "1", "2", "3"]
     with pytest.raises(IndexError, match="out of range"):
@@ -385,4 +386,4 @@ def test_module_dict():
 def test_functional_and_module_agree():
     layer = nn.Linear(4, 3)
     x = mt.randn(2, 4)
-    np.testing.assert_array_equal(layer(x).detach().numpy(), F.linear(x, layer.weight, layer.bias).detach().numpy())
+    np.testing.assert_array_equal(layer(x).detach().cpu().numpy(), F.linear(x, layer.weight, layer.bias).detach().cpu().numpy())

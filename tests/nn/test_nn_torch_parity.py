@@ -20,8 +20,8 @@ def run_both(torch, mg_fn, torch_fn, arrays, grad_of=None, rng=None, out_grad=Tr
     g = rng.standard_normal(tuple(to.shape))
     mo.backward(mt.tensor(g, dtype=mo.dtype))
     to.backward(torch.tensor(g, dtype=to.dtype))
-    grads = [(m.grad.numpy(), t.grad.numpy()) for m, t in zip(mg, th) if t.requires_grad]
-    return mo.detach().numpy(), to.detach().numpy(), grads
+    grads = [(m.grad.cpu().numpy(), t.grad.cpu().numpy()) for m, t in zip(mg, th) if t.requires_grad]
+    return mo.detach().cpu().numpy(), to.detach().cpu().numpy(), grads
 
 
 def assert_same(result, rtol=1e-9, atol=1e-10):
@@ -74,10 +74,10 @@ def test_conv2d_module_matches_torch_module(torch, rng):
     layer = nn.Conv2d(3, 4, (3, 2), stride=(2, 1), padding=1, dilation=(1, 2))
     ref = torch.nn.Conv2d(3, 4, (3, 2), stride=(2, 1), padding=1, dilation=(1, 2))
     with torch.no_grad():
-        ref.weight.copy_(torch.tensor(layer.weight.detach().numpy()))
-        ref.bias.copy_(torch.tensor(layer.bias.detach().numpy()))
+        ref.weight.copy_(torch.tensor(layer.weight.detach().cpu().numpy()))
+        ref.bias.copy_(torch.tensor(layer.bias.detach().cpu().numpy()))
     x = rng.standard_normal((2, 3, 7, 7)).astype(np.float32)
-    np.testing.assert_allclose(layer(mt.tensor(x)).detach().numpy(), ref(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(layer(mt.tensor(x)).detach().cpu().numpy(), ref(torch.tensor(x)).detach().cpu().numpy(), rtol=1e-5, atol=1e-5)
 
 
 # ----------------------------------------------------------------------------- pooling
@@ -142,7 +142,7 @@ def test_batch_norm_function(torch, rng, shape, training):
     )
     assert_same(result)
     for m, t in zip(m_stats, t_stats):  # the running statistics were updated alike (or left alone)
-        np.testing.assert_allclose(m.numpy(), t.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(m.cpu().numpy(), t.cpu().numpy(), rtol=1e-12)
 
 
 @pytest.mark.parametrize("momentum", [0.1, None])
@@ -153,20 +153,20 @@ def test_batchnorm2d_running_stats_after_a_few_steps(torch, rng, momentum):
         x = (rng.standard_normal((5, 3, 4, 4)) * 3 + 2).astype(np.float32)
         out = layer(mt.tensor(x))
         expected = ref(torch.tensor(x))
-        np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(layer.running_mean.numpy(), ref.running_mean.numpy(), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(layer.running_var.numpy(), ref.running_var.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out.detach().cpu().numpy(), expected.detach().cpu().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(layer.running_mean.cpu().numpy(), ref.running_mean.cpu().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(layer.running_var.cpu().numpy(), ref.running_var.cpu().numpy(), rtol=1e-5, atol=1e-6)
     assert int(layer.num_batches_tracked.item()) == int(ref.num_batches_tracked) == 4
     layer.eval(), ref.eval()
     x = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
-    np.testing.assert_allclose(layer(mt.tensor(x)).detach().numpy(), ref(torch.tensor(x)).detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(layer(mt.tensor(x)).detach().cpu().numpy(), ref(torch.tensor(x)).detach().cpu().numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_batchnorm1d_without_running_stats(torch, rng):
     layer = nn.BatchNorm1d(4, affine=False, track_running_stats=False).eval()
     ref = torch.nn.BatchNorm1d(4, affine=False, track_running_stats=False).eval()
     x = rng.standard_normal((6, 4)).astype(np.float32)
-    np.testing.assert_allclose(layer(mt.tensor(x)).numpy(), ref(torch.tensor(x)).numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(layer(mt.tensor(x)).cpu().numpy(), ref(torch.tensor(x)).cpu().numpy(), rtol=1e-5, atol=1e-5)
 
 
 # ----------------------------------------------------------------------------- losses
@@ -270,4 +270,4 @@ def test_clip_grad_norm_matches_torch(torch, rng):
         tnorm = torch.nn.utils.clip_grad_norm_(tps, 0.5, norm_type)
         assert mnorm.item() == pytest.approx(tnorm.item(), rel=1e-6)
         for p, q in zip(mps, tps):
-            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-6)
+            np.testing.assert_allclose(p.grad.cpu().numpy(), q.grad.cpu().numpy(), rtol=1e-6)

@@ -22,3 +22,9 @@ def twin_device():
         yield mt.device("twin")
     finally:
         mt.unregister_backend("twin")
+
+
+@pytest.fixture(autouse=True)
+def _on_every_device(device):
+    """Every test runs on the CPU and on the strict test device (see tests/conftest.py)."""
+    yield

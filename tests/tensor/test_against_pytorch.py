@@ -73,13 +73,13 @@ def test_forward_and_backward_match_pytorch(name, seed):
     theirs = [_to_torch(a) for a in arrays]
     out_mt = fn(mt, *ours)
     out_torch = fn(torch, *theirs)
-    np.testing.assert_allclose(out_mt.detach().numpy(), out_torch.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out_mt.detach().cpu().numpy(), out_torch.detach().cpu().numpy(), rtol=1e-10, atol=1e-12)
     weights = gen.standard_normal(out_torch.shape)
     (out_mt * mt.tensor(weights)).sum().backward()
     (out_torch * torch.tensor(weights)).sum().backward()
     for o, t in zip(ours, theirs):
-        expected = t.grad.numpy() if t.grad is not None else np.zeros(t.shape)
-        got = o.grad.numpy() if o.grad is not None else np.zeros(o.shape)
+        expected = t.grad.cpu().numpy() if t.grad is not None else np.zeros(t.shape)
+        got = o.grad.cpu().numpy() if o.grad is not None else np.zeros(o.shape)
         np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
 
 
@@ -94,4 +94,4 @@ def test_float32_mlp_step_matches_pytorch():
     lm.backward()
     lt.backward()
     assert lm.item() == pytest.approx(lt.item(), rel=1e-5)
-    np.testing.assert_allclose(wm.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(wm.grad.cpu().numpy(), wt.grad.cpu().numpy(), rtol=1e-4, atol=1e-6)

@@ -33,10 +33,10 @@ def test_a_bad_parameter_is_named():
 
 def test_off_by_default_and_restored_after_the_block():
     x = mt.tensor([-1.0], requires_grad=True)
-    assert np.isnan(x.log().detach().numpy()).all()  # no check outside the block
+    assert np.isnan(x.log().detach().cpu().numpy()).all()  # no check outside the block
     with detect_anomaly():
         pass
-    assert np.isnan(x.log().detach().numpy()).all()
+    assert np.isnan(x.log().detach().cpu().numpy()).all()
 
 
 def test_finite_training_step_passes_unchanged():
@@ -44,4 +44,4 @@ def test_finite_training_step_passes_unchanged():
     with detect_anomaly():
         loss = (mt.randn(4, 3) @ w).relu().log_softmax(-1).sum()
         loss.backward()
-    assert w.grad is not None and np.isfinite(w.grad.numpy()).all()
+    assert w.grad is not None and np.isfinite(w.grad.cpu().numpy()).all()

@@ -11,12 +11,12 @@ from minigrad.tensor.autograd import topological_order
 def test_gradient_of_a_scalar_loss_and_accumulation_across_calls():
     x = mt.tensor([1.0, 2.0, 3.0], requires_grad=True)
     (x * x).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [2, 4, 6])
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [2, 4, 6])
     (x * 3).sum().backward()  # leaves accumulate, as in PyTorch
-    np.testing.assert_allclose(x.grad.numpy(), [5, 7, 9])
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [5, 7, 9])
     x.grad = None
     x.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [1, 1, 1])
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [1, 1, 1])
 
 
 def test_reused_tensor_sums_its_gradients():
@@ -30,7 +30,7 @@ def test_backward_with_gradient_on_a_non_scalar():
     x = mt.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     y = x * 2
     y.backward(gradient=mt.tensor([[1.0, 0.0], [0.5, 2.0]]))
-    np.testing.assert_allclose(x.grad.numpy(), [[2, 0], [1, 4]])
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [[2, 0], [1, 4]])
 
 
 def test_backward_on_a_non_scalar_without_gradient_says_what_to_do():
@@ -55,9 +55,9 @@ def test_second_backward_raises_unless_retain_graph():
     z = (x * x).sum()
     x.grad = None
     z.backward(retain_graph=True)
-    first = x.grad.numpy().copy()
+    first = x.grad.cpu().numpy().copy()
     z.backward()
-    np.testing.assert_allclose(x.grad.numpy(), 2 * first)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 2 * first)
 
 
 def test_second_backward_through_nodes_without_saved_tensors_works_like_pytorch():
@@ -65,7 +65,7 @@ def test_second_backward_through_nodes_without_saved_tensors_works_like_pytorch(
     y = (x + 1).sum()
     y.backward()
     y.backward()
-    np.testing.assert_allclose(x.grad.numpy(), [2, 2, 2])
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [2, 2, 2])
 
 
 def test_no_grad_and_enable_grad():
@@ -96,7 +96,7 @@ def test_detach_shares_data_and_version_but_leaves_the_graph():
     assert mt.shares_memory(d, y) and d._version_counter is y._version_counter
     loss = (y * d).sum()  # d is a constant: d(loss)/dx = 2 * d
     loss.backward()
-    np.testing.assert_allclose(x.grad.numpy(), 2 * d.numpy())
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 2 * d.cpu().numpy())
 
 
 def test_requires_grad_rules():
@@ -115,7 +115,7 @@ def test_retain_grad_keeps_intermediate_gradients():
     h = x * 3
     h.retain_grad()
     (h * h).sum().backward()
-    np.testing.assert_allclose(h.grad.numpy(), 2 * h.detach().numpy())
+    np.testing.assert_allclose(h.grad.cpu().numpy(), 2 * h.detach().cpu().numpy())
     assert (h * 1).grad is None
 
 
@@ -125,7 +125,7 @@ def test_gradients_never_share_memory_between_leaves():
     (a + b).sum().backward()  # Add passes the very same array to both inputs
     assert not mt.shares_memory(a.grad, b.grad)
     a.grad += 1
-    np.testing.assert_allclose(b.grad.numpy(), [1, 1, 1])
+    np.testing.assert_allclose(b.grad.cpu().numpy(), [1, 1, 1])
 
 
 def test_gradient_of_a_transposed_weight_is_usable():
@@ -133,7 +133,7 @@ def test_gradient_of_a_transposed_weight_is_usable():
     x = mt.randn(5, 3)
     (x @ w.T).sum().backward()
     assert w.grad.shape == (4, 3)
-    np.testing.assert_allclose(w.grad.numpy(), np.ones((5, 4)).T @ x.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(w.grad.cpu().numpy(), np.ones((5, 4)).T @ x.cpu().numpy(), rtol=1e-5)
     w.grad.zero_()  # grads are writeable
     assert float(w.grad.abs().sum()) == 0
 
@@ -241,10 +241,10 @@ def test_gradcheck_catches_a_wrong_backward_and_names_the_element():
 def test_gradcheck_leaves_inputs_and_grads_untouched():
     x = mt.tensor([1.0, 2.0], dtype=mt.float64, requires_grad=True)
     x.grad = mt.tensor([5.0, 5.0], dtype=mt.float64)
-    before = x.numpy().copy() if not x.requires_grad else x.detach().numpy().copy()
+    before = x.cpu().numpy().copy() if not x.requires_grad else x.detach().cpu().numpy().copy()
     assert mt.gradcheck(lambda a: (a * a).sum(), [x])
-    np.testing.assert_array_equal(x.detach().numpy(), before)
-    np.testing.assert_array_equal(x.grad.numpy(), [5.0, 5.0])
+    np.testing.assert_array_equal(x.detach().cpu().numpy(), before)
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), [5.0, 5.0])
 
 
 def test_ops_on_tensors_that_do_not_require_grad_build_no_graph():

@@ -56,7 +56,7 @@ def test_factories_and_conversions_make_bfloat16(factory):
 
 
 def test_rand_stays_below_one_after_rounding():
-    values = mt.rand(20000, dtype=BF16, generator=np.random.default_rng(0)).float().numpy()
+    values = mt.rand(20000, dtype=BF16, generator=np.random.default_rng(0)).float().cpu().numpy()
     assert values.min() >= 0 and values.max() < 1
 
 
@@ -87,6 +87,7 @@ def test_module_bfloat16_converts_parameters():
 # --------------------------------------------------------------------------- printing
 
 
+@pytest.mark.host_only  # on another device the text also names the device
 def test_repr_prints_values_like_pytorch():
     assert repr(bf16([1.0, 2.5, -3.0])) == "tensor([ 1.0000,  2.5000, -3.0000], dtype=bfloat16)"
     assert repr(bf16([0.1, 2.0])) == "tensor([0.1001, 2.0000], dtype=bfloat16)"  # 0.1 is 0.10009765625 in bfloat16
@@ -217,21 +218,21 @@ def test_ops_compute_in_float32_and_round_once(name):
     ours = fn(a, b)
     reference = fn(a.float(), b.float())  # the same float32 arithmetic on the same values
     assert ours.dtype is BF16
-    np.testing.assert_array_equal(ours.float().numpy(), reference.bfloat16().float().numpy())
+    np.testing.assert_array_equal(ours.float().cpu().numpy(), reference.bfloat16().float().cpu().numpy())
 
 
 def test_ops_agree_with_float64_within_bfloat16_precision():
     for name, fn in ONE_ROUNDING.items():
         a, b = randn_bf16(6, 40, seed=7), randn_bf16(6, 40, seed=8).abs() + 0.25
-        ours = fn(a, b).float().numpy().astype(np.float64)
-        exact = fn(a.double(), b.double()).numpy()
+        ours = fn(a, b).float().cpu().numpy().astype(np.float64)
+        exact = fn(a.double(), b.double()).cpu().numpy()
         np.testing.assert_allclose(ours, exact, rtol=2.0**-8, atol=1e-6 * np.abs(exact).max(), err_msg=name)
 
 
 def test_sums_accumulate_in_float32():
     # NumPy's own bfloat16 sum rounds after every addition and stalls far below the answer
     x = mt.full((4096,), 0.1, dtype=BF16)
-    native = np.asarray(x.numpy().sum(), dtype=np.float64)
+    native = np.asarray(x.cpu().numpy().sum(), dtype=np.float64)
     exact = 4096 * float(x[0].item())
     assert float(native) < 0.5 * exact  # it stalls at 32
     assert x.sum().item() == pytest.approx(exact, rel=2.0**-8)
@@ -245,7 +246,7 @@ def test_data_movement_keeps_views_and_bits():
     for view in (x.reshape(6, 4), x.view(24), x.T, x[1:, ::2], x.unsqueeze(0), x.expand(2, 4, 6)):
         assert view.dtype is BF16 and mt.shares_memory(view, x)
     gathered = x[mt.tensor([2, 0])]
-    np.testing.assert_array_equal(gathered.numpy().view(np.uint16), x.numpy()[[2, 0]].view(np.uint16))
+    np.testing.assert_array_equal(gathered.cpu().numpy().view(np.uint16), x.cpu().numpy()[[2, 0]].view(np.uint16))
 
 
 def test_every_function_that_moves_data_is_classified():
@@ -357,7 +358,7 @@ def test_gradients_match_float64_finite_differences_at_bfloat16_tolerance(name):
         expected_grad = _fd_gradient(loss64, values, i)
         scale = np.abs(expected_grad).max()
         np.testing.assert_allclose(
-            x.grad.float().numpy(), expected_grad, rtol=1.6e-2, atol=1.6e-2 * scale,
+            x.grad.float().cpu().numpy(), expected_grad, rtol=1.6e-2, atol=1.6e-2 * scale,
             err_msg=f"{name}: gradient of input {i}",
         )
 
@@ -370,6 +371,7 @@ def test_gradient_sums_accumulate_in_float32():
     assert b.grad.item() == pytest.approx(4096 * float(bf16(0.1).item()), rel=2.0**-8)
 
 
+@pytest.mark.host_only  # a fixed seed's data: the loss threshold holds for the CPU's random stream
 def test_training_step_in_bfloat16():
     mt.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)).bfloat16()
@@ -393,9 +395,9 @@ def test_float32_round_trip_is_exact_for_every_bfloat16_value():
     bits = np.arange(2**16, dtype=np.uint16)
     t = mt.from_numpy(bits.view(ml_dtypes.bfloat16))
     with np.errstate(invalid="ignore"):  # NaN payloads
-        back = t.float().bfloat16().numpy()
-        back64 = t.double().bfloat16().numpy()
-    nan = np.isnan(t.float().numpy())
+        back = t.float().bfloat16().cpu().numpy()
+        back64 = t.double().bfloat16().cpu().numpy()
+    nan = np.isnan(t.float().cpu().numpy())
     np.testing.assert_array_equal(back.view(np.uint16)[~nan], bits[~nan])
     assert np.isnan(back.astype(np.float32)[nan]).all()
     assert (back64.view(np.uint16)[~nan] == bits[~nan]).all()
@@ -418,7 +420,7 @@ def test_save_and_load_keep_bfloat16_bit_exact(tmp_path):
     back = load(path)
     for name, t in model.state_dict().items():
         assert back["model"][name].dtype is BF16
-        np.testing.assert_array_equal(back["model"][name].numpy().view(np.uint16), t.detach().numpy().view(np.uint16))
+        np.testing.assert_array_equal(back["model"][name].cpu().numpy().view(np.uint16), t.detach().cpu().numpy().view(np.uint16))
     assert back["array"].dtype is BF16 and back["array"].tolist() == [0.0, 1.0, 2.0, 3.0]
     assert back["scalar"].shape == () and back["scalar"].item() == 2.5
     restored = nn.Linear(5, 3).bfloat16()
@@ -487,7 +489,7 @@ def test_forward_and_gradients_match_pytorch_bfloat16(name):
     out_ours, out_theirs = fn(mt, *ours), fn(torch, *theirs)
     assert str(out_theirs.dtype) == "torch.bfloat16" and out_ours.dtype is BF16
     one_ulp = 2.0**-7  # results may differ in the last bit (float32 exp/log differ in their last bits)
-    np.testing.assert_allclose(out_ours.float().detach().numpy(), out_theirs.float().detach().numpy(),
+    np.testing.assert_allclose(out_ours.float().detach().cpu().numpy(), out_theirs.float().detach().cpu().numpy(),
                                rtol=one_ulp, atol=1e-6)
     seed = rng.standard_normal(tuple(out_ours.shape)).astype(np.float32)
     (out_ours * mt.tensor(seed).bfloat16()).sum().backward()
@@ -497,6 +499,6 @@ def test_forward_and_gradients_match_pytorch_bfloat16(name):
             assert x.grad is None
             continue
         assert x.grad.dtype is BF16
-        g_ours, g_theirs = x.grad.float().numpy(), y.grad.float().numpy()
+        g_ours, g_theirs = x.grad.float().cpu().numpy(), y.grad.float().cpu().numpy()
         np.testing.assert_allclose(g_ours, g_theirs, rtol=2 * one_ulp, atol=2 * one_ulp * np.abs(g_theirs).max(),
                                    err_msg=f"{name}: gradient of input {i}")

@@ -53,7 +53,7 @@ def test_an_in_place_change_of_the_weight_invalidates_its_entry():
             w.mul_(2)  # what optimizer.step() does: the version counter moves
         after = cached_cast(w, BF16)
         assert after is not before
-        np.testing.assert_array_equal(after.detach().float().numpy(), w.detach().bfloat16().float().numpy())
+        np.testing.assert_array_equal(after.detach().float().cpu().numpy(), w.detach().bfloat16().float().cpu().numpy())
         assert cached_cast(w, BF16) is after
         w.data = mt.zeros(4, 3)  # new memory without a version bump
         assert cached_cast(w, BF16).detach().abs().sum().item() == 0
@@ -88,8 +88,8 @@ def test_the_cached_cast_is_differentiable_back_to_the_float32_weight():
         loss = ((x @ cached_cast(w, BF16)).sum() + (x @ cached_cast(w, BF16)).sum()).float()
     loss.backward()
     assert w.grad.dtype is mt.float32
-    expected = 2 * x.float().numpy().sum(0)[:, None] * np.ones((1, 3))
-    np.testing.assert_allclose(w.grad.numpy(), expected, rtol=2.0**-7)
+    expected = 2 * x.float().cpu().numpy().sum(0)[:, None] * np.ones((1, 3))
+    np.testing.assert_allclose(w.grad.cpu().numpy(), expected, rtol=2.0**-7)
 
 
 def test_a_dtype_policy_casts_through_the_cache():

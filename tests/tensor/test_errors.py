@@ -39,6 +39,7 @@ def test_broadcasting_mismatch_names_both_shapes_the_dimension_and_a_fix():
         mt.zeros(2) > mt.zeros(3)
 
 
+@pytest.mark.host_only  # between the CPU and another device
 def test_device_mismatch_names_devices_and_the_fix(twin_device):
     a = mt.ones(3)
     b = mt.ones(3, device=twin_device)
@@ -102,8 +103,8 @@ def test_indexing_mistakes():
 def test_numpy_conversion_rules():
     w = mt.ones(2, requires_grad=True)
     with pytest.raises(RuntimeError, match=r"detach\(\)\.numpy\(\)"):
-        w.numpy()
-    np.testing.assert_array_equal(np.asarray(w.detach()), [1, 1])
+        w.cpu().numpy()
+    np.testing.assert_array_equal(np.asarray(w.detach().cpu()), [1, 1])
     with pytest.raises(mt.ShapeError, match="ragged"):
         mt.tensor([[1, 2], [3]])
 
@@ -139,7 +140,7 @@ def test_var_with_correction_beyond_the_sample_size_is_inf_with_a_warning_as_in_
         v = x.var(correction=4)  # was (sum of squares) / (3 - 4): a negative variance
     assert v.item() == np.inf
     v.backward()
-    assert np.array_equal(x.grad.numpy(), [-np.inf, -np.inf, np.inf])
+    assert np.array_equal(x.grad.cpu().numpy(), [-np.inf, -np.inf, np.inf])
     with pytest.warns(UserWarning, match="no degrees of freedom"):
         assert x.var(correction=3).item() == np.inf  # n - correction = 0: PyTorch's inf, not a ZeroDivisionError
     with pytest.warns(UserWarning, match="std: correction=2"):

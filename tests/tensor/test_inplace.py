@@ -19,15 +19,15 @@ def test_inplace_ops_write_into_memory_and_bump_the_shared_version():
     x /= 2
     x.sub_(1, alpha=2)
     assert x._version == v._version == t._version == 7
-    np.testing.assert_allclose(v.numpy(), [-1, 0, 1])
+    np.testing.assert_allclose(v.cpu().numpy(), [-1, 0, 1])
     v.zero_()
-    np.testing.assert_allclose(x.numpy(), [[0, 0, 0], [-1, 0, 1]])
+    np.testing.assert_allclose(x.cpu().numpy(), [[0, 0, 0], [-1, 0, 1]])
     x[1, 1:] = mt.tensor([7.0, 8.0])
     x[0] = 5
-    np.testing.assert_allclose(t.numpy(), [[5, -1], [5, 7], [5, 8]])
+    np.testing.assert_allclose(t.cpu().numpy(), [[5, -1], [5, 7], [5, 8]])
     x.fill_(2)
     x.copy_(mt.tensor([[1.0], [2.0]]))
-    np.testing.assert_allclose(x.numpy(), [[1, 1, 1], [2, 2, 2]])
+    np.testing.assert_allclose(x.cpu().numpy(), [[1, 1, 1], [2, 2, 2]])
     assert x._version == 12
     assert x.detach()._version_counter is x._version_counter
     assert x.data._version_counter is not x._version_counter  # .data is the untracked way
@@ -73,7 +73,7 @@ def test_inplace_on_a_leaf_that_requires_grad_is_refused_outside_no_grad():
     with mt.no_grad():
         w -= 0.5
         w[0] = 2.0
-    np.testing.assert_allclose(w.detach().numpy(), [2, 0.5, 0.5])
+    np.testing.assert_allclose(w.detach().cpu().numpy(), [2, 0.5, 0.5])
     assert w.requires_grad and w.is_leaf and w._version == 2
 
 
@@ -83,8 +83,8 @@ def test_an_sgd_step_under_no_grad():
     with mt.no_grad():
         w -= 0.1 * w.grad
         w.grad.zero_()
-    np.testing.assert_allclose(w.detach().numpy(), [0.8, 1.6])
-    np.testing.assert_allclose(w.grad.numpy(), [0, 0])
+    np.testing.assert_allclose(w.detach().cpu().numpy(), [0.8, 1.6])
+    np.testing.assert_allclose(w.grad.cpu().numpy(), [0, 0])
 
 
 def test_recorded_inplace_on_a_non_leaf_rewires_the_graph():
@@ -94,7 +94,7 @@ def test_recorded_inplace_on_a_non_leaf_rewires_the_graph():
     y.mul_(y)  # y = 9x^2
     assert y.grad_fn.name == "MulBackward"
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), 18 * x.detach().numpy())
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 18 * x.detach().cpu().numpy())
 
 
 def test_writing_a_tensor_that_requires_grad_into_a_plain_buffer():
@@ -103,7 +103,7 @@ def test_writing_a_tensor_that_requires_grad_into_a_plain_buffer():
     buf[1:3] = w * w
     assert buf.requires_grad and buf.grad_fn.name == "SetItemBackward"
     (buf * mt.arange(4.0)).sum().backward()
-    np.testing.assert_allclose(w.grad.numpy(), [2 * 2 * 1, 2 * 3 * 2])
+    np.testing.assert_allclose(w.grad.cpu().numpy(), [2 * 2 * 1, 2 * 3 * 2])
 
 
 def test_recorded_inplace_on_a_view_is_refused_with_a_fix():

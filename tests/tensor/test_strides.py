@@ -158,7 +158,7 @@ def test_view_strides_is_sound_and_as_capable_as_numpy(base_and_view, data):
     assert (strides is None) == (expected is None)
     if strides is not None:
         t = mt.from_numpy(view).view(new_shape)
-        np.testing.assert_array_equal(t.numpy(), view.reshape(new_shape))
+        np.testing.assert_array_equal(t.cpu().numpy(), view.reshape(new_shape))
         assert mt.shares_memory(t, mt.from_numpy(base))
         offset = mt.from_numpy(view).storage_offset()
         for index in np.ndindex(*new_shape):
@@ -195,7 +195,7 @@ def test_chains_of_view_ops_match_numpy(shape, ops, data):
             a, t = a[i], t[i]
         assert t.shape == a.shape
         assert t.strides == element_strides(a)
-        np.testing.assert_array_equal(t.numpy(), a)
+        np.testing.assert_array_equal(t.cpu().numpy(), a)
         if t.numel():
             assert mt.shares_memory(t, root)
         assert t._version_counter is root._version_counter
@@ -207,7 +207,7 @@ def test_reshape_is_a_view_when_possible_and_copies_otherwise():
     assert mt.shares_memory(x, y) and y._version_counter is x._version_counter
     z = x.T.reshape(12)  # needs a copy
     assert not mt.shares_memory(x, z)
-    np.testing.assert_array_equal(z.numpy(), np.arange(12.0).reshape(3, 4).T.reshape(12))
+    np.testing.assert_array_equal(z.cpu().numpy(), np.arange(12.0).reshape(3, 4).T.reshape(12))
     assert x.T.contiguous().is_contiguous() and x.contiguous() is x
 
 

@@ -5,9 +5,11 @@ to change at evaluation time, when dropout does nothing. Backward lets the
 gradient through where the element was kept (times the same scale) and
 blocks it where it was dropped; the node keeps only the boolean mask.
 
-Random numbers come from ``generator`` (a ``numpy.random.Generator``) or, by
-default, from minigrad.tensor's default generator, so ``manual_seed`` makes
-dropout reproducible and activation checkpointing can replay it (chapter 10).
+Random numbers come from ``generator`` (a ``numpy.random.Generator``, drawn
+on the host) or, by default, from the generator of the input's device, so
+the mask is drawn where the input lives, ``manual_seed`` makes dropout
+reproducible and activation checkpointing can replay it with
+``get_rng_state``/``fork_rng`` (chapter 10).
 """
 
 from __future__ import annotations
