@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import minigrad.tensor as mt
 from minigrad.viz import SVGFigure, StrideExplorer, draw_layouts, layout_positions, layout_strides, strided_view
 from minigrad.viz.stride_explorer import (
-    VIEW_OPS, draw_strided_view, offset_map, offset_table, position_formula, touched_cells,
+    MAX_STORAGE, MAX_VIEW, VIEW_OPS, draw_strided_view, offset_map, offset_table, position_formula, touched_cells,
 )
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -129,9 +129,26 @@ def views(draw):
     return shape, op, params
 
 
+def result_numel(shape, op, params) -> int:
+    """Elements of the view: only expand grows it, every other op keeps or shrinks the input's count."""
+    if op != "expand":
+        return int(np.prod(shape))
+    extra = len(params["sizes"]) - len(shape)
+    return int(np.prod([shape[i - extra] if s == -1 else s for i, s in enumerate(params["sizes"])]))
+
+
 def small(case) -> bool:
+    """Both the storage and the view fit the explorer's limits (expand can grow a small input past MAX_VIEW)."""
     shape, op, params = case
-    return int(np.prod(shape)) <= 64
+    return int(np.prod(shape)) <= MAX_STORAGE and result_numel(shape, op, params) <= MAX_VIEW
+
+
+def test_small_bounds_the_expanded_view_not_only_the_input():
+    grown = ((3, 4, 4, 1), "expand", {"sizes": (3, 4, 4, 3)})  # 48 stored elements, a 144-element view
+    assert result_numel(*grown) == 144 and not small(grown)
+    assert small(((3, 4, 4, 1), "expand", {"sizes": (3, 4, 4, 2)}))
+    with pytest.raises(ValueError, match="at most 128"):
+        strided_view(*grown[:2], **grown[2])
 
 
 @SETTINGS
