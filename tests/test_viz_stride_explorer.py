@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import sys
 import xml.etree.ElementTree as ET
 
@@ -338,9 +339,12 @@ def test_ipython_display_sends_the_widget_with_a_static_fallback(monkeypatch):
     monkeypatch.setattr(IPython.display, "display", lambda obj, **kwargs: shown.append((obj, kwargs)))
     StrideExplorer()._ipython_display_()
     bundle, kwargs = shown[0]
-    assert kwargs == {"raw": True}
+    assert kwargs["raw"] is True
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert bundle["image/svg+xml"] == StrideExplorer().figure().svg
+    figure = StrideExplorer().figure()
+    assert bundle["image/svg+xml"] == figure.svg
+    assert base64.b64decode(bundle["image/png"]) == figure.png()  # what an untrusted notebook shows
+    assert kwargs["metadata"]["image/png"] == {"width": round(figure.width), "height": round(figure.height)}
 
     shown.clear()
     monkeypatch.setitem(sys.modules, "ipywidgets", None)  # import fails as if not installed
