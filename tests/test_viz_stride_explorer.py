@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import minigrad.tensor as mt
@@ -18,7 +18,6 @@ from minigrad.viz.stride_explorer import (
 )
 
 SVG = "{http://www.w3.org/2000/svg}"
-SETTINGS = settings(max_examples=80, deadline=None)
 
 
 def texts(svg: str) -> list[str]:
@@ -152,14 +151,12 @@ def test_small_bounds_the_expanded_view_not_only_the_input():
         strided_view(*grown[:2], **grown[2])
 
 
-@SETTINGS
 @given(views().filter(small))
 def test_random_views_agree_with_numpy(case):
     shape, op, params = case
     assert_agrees_with_numpy(shape, op, params)
 
 
-@SETTINGS
 @given(views().filter(small))
 def test_offset_map_reads_the_same_elements_as_minigrad_tensors(case):
     shape, op, params = case
