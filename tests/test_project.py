@@ -85,3 +85,13 @@ def test_readme_course_command_starts_jupyterlab(tmp_path):
     output = "".join(seen)
     assert "is running at" in output, output
     assert "Serving notebooks from local directory: " + str(ROOT / "chapters") in output, output
+
+
+def test_hypothesis_is_derandomized_unless_the_wide_profile_is_asked_for(pytestconfig):
+    from hypothesis import settings
+
+    asked = pytestconfig.getoption("hypothesis_profile", None) or os.environ.get("MINIGRAD_HYPOTHESIS_PROFILE", "ci")
+    assert settings.get_current_profile_name() == asked
+    ci, wide = settings.get_profile("ci"), settings.get_profile("wide")
+    assert ci.derandomize and ci.deadline is None and ci.print_blob
+    assert not wide.derandomize and wide.max_examples >= 10 * ci.max_examples
