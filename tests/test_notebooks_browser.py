@@ -62,6 +62,9 @@ def lab(tmp_path_factory):
     tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
     tracker.write_text(json.dumps({"windowingMode": "none"}))  # render every cell, not only the visible ones
+    news = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    news.parent.mkdir(parents=True)
+    news.write_text(json.dumps({"fetchNews": "false"}))  # no pop-up over the figures
     home = tmp_path_factory.mktemp("home")  # no notebook signatures: every chapter opens untrusted
     env = dict(os.environ, HOME=str(home), JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTER_DATA_DIR=str(home / "data"),
                JUPYTER_RUNTIME_DIR=str(home / "runtime"))
