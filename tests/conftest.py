@@ -1,6 +1,21 @@
-"""Running a suite on every device: the CPU and the strict test device (arrays that refuse to become NumPy).
+"""Suite-wide settings: Hypothesis profiles, and running a suite on every device.
 
-A suite opts in with an autouse fixture in its ``conftest.py``::
+Hypothesis profiles:
+
+- ``ci`` (always the default, on a laptop as in CI): derandomized, so every
+  run draws the same examples and a red run is a real defect, never bad luck;
+  no deadline (shared machines are slow at random moments); a failure prints
+  the blob that replays it.
+- ``wide`` (on demand): random examples, many more of them, to hunt for
+  bugs the fixed examples miss: ``pytest --hypothesis-profile=wide`` or
+  ``MINIGRAD_HYPOTHESIS_PROFILE=wide pytest``. A failure found this way becomes
+  an ``@example`` or a fixed strategy, so ``ci`` keeps checking it.
+
+Tests leave ``max_examples`` and ``deadline`` to the profile.
+
+Devices: a suite opts in to running on the CPU and on the strict test device
+(arrays that refuse to become NumPy, as CuPy's do) with an autouse fixture in
+its ``conftest.py``::
 
     @pytest.fixture(autouse=True)
     def _on_every_device(device):
@@ -14,10 +29,28 @@ The strict half takes about 1.6 times the CPU half's time (the wrapper's
 bookkeeping): about 17 s against 10 s of CPU time for tests/tensor + tests/nn.
 """
 
+from __future__ import annotations
+
+import os
+
 import pytest
+from hypothesis import HealthCheck, settings
 
 import minigrad.tensor as mt
 from minigrad.tensor import strict_backend
+
+CI_EXAMPLES = 60
+WIDE_EXAMPLES = 1000
+
+settings.register_profile(
+    "ci", max_examples=CI_EXAMPLES, derandomize=True, deadline=None, print_blob=True, database=None,
+)
+settings.register_profile(
+    "wide", max_examples=WIDE_EXAMPLES, derandomize=False, deadline=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+# ``--hypothesis-profile`` (read later, by Hypothesis's pytest plugin) overrides this.
+settings.load_profile(os.environ.get("MINIGRAD_HYPOTHESIS_PROFILE", "ci"))
 
 DEVICES = ["cpu", strict_backend.DEVICE_TYPE]
 

@@ -1,10 +1,17 @@
-"""Project-level guards: the layer contract, and the README's test command is what CI runs."""
+"""Project-level guards: the layer contract, the README's test command is what CI runs, its course command starts."""
 
+import os
+import queue
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,3 +43,55 @@ def test_ci_runs_the_readme_test_command():
 def test_readme_course_command_opens_the_chapters():
     command = _readme_command("course-command")
     assert "jupyter lab" in command and "chapters" in command
+
+
+def _jupyter_lab_step(command: str) -> list[str]:
+    """The ``jupyter lab ...`` part of the course command, as arguments."""
+    step = shlex.split(command.split("&&")[-1])
+    assert Path(step[0]).name == "jupyter" and step[1] == "lab", step
+    return step[1:]
+
+
+def test_readme_course_command_works_for_root_too():
+    """Containers and cloud notebooks run as root: jupyter refuses root without --allow-root (harmless otherwise)."""
+    assert "--allow-root" in _jupyter_lab_step(_readme_command("course-command"))
+
+
+def test_readme_course_command_starts_jupyterlab(tmp_path):
+    """The README's ``jupyter lab`` invocation, as written, serves the chapters (as root when the tests run as root)."""
+    jupyter = Path(sys.executable).parent / "jupyter"
+    if not (Path(sys.executable).parent / "jupyter-lab").exists():
+        pytest.skip("JupyterLab is not installed here (it comes with pip install -e '.[lab]')")
+    args = [str(jupyter), *_jupyter_lab_step(_readme_command("course-command")), "--no-browser", "--port=0"]
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_DATA_DIR=str(tmp_path / "data"))
+    server = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in server.stdout], daemon=True).start()
+    seen, deadline = [], time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and not any("is running at" in line for line in seen):
+            try:
+                seen.append(lines.get(timeout=1))
+            except queue.Empty:
+                if server.poll() is not None:
+                    break
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    output = "".join(seen)
+    assert "is running at" in output, output
+    assert "Serving notebooks from local directory: " + str(ROOT / "chapters") in output, output
+
+
+def test_hypothesis_is_derandomized_unless_the_wide_profile_is_asked_for(pytestconfig):
+    from hypothesis import settings
+
+    asked = pytestconfig.getoption("hypothesis_profile", None) or os.environ.get("MINIGRAD_HYPOTHESIS_PROFILE", "ci")
+    assert settings.get_current_profile_name() == asked
+    ci, wide = settings.get_profile("ci"), settings.get_profile("wide")
+    assert ci.derandomize and ci.deadline is None and ci.print_blob
+    assert not wide.derandomize and wide.max_examples >= 10 * ci.max_examples

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
+import base64
 import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import minigrad.tensor as mt
 from minigrad.viz import SVGFigure, StrideExplorer, draw_layouts, layout_positions, layout_strides, strided_view
 from minigrad.viz.stride_explorer import (
-    VIEW_OPS, draw_strided_view, offset_map, offset_table, position_formula, touched_cells,
+    MAX_STORAGE, MAX_VIEW, VIEW_OPS, draw_strided_view, offset_map, offset_table, position_formula, touched_cells,
 )
 
 SVG = "{http://www.w3.org/2000/svg}"
-SETTINGS = settings(max_examples=80, deadline=None)
 
 
 def texts(svg: str) -> list[str]:
@@ -129,19 +129,34 @@ def views(draw):
     return shape, op, params
 
 
+def result_numel(shape, op, params) -> int:
+    """Elements of the view: only expand grows it, every other op keeps or shrinks the input's count."""
+    if op != "expand":
+        return int(np.prod(shape))
+    extra = len(params["sizes"]) - len(shape)
+    return int(np.prod([shape[i - extra] if s == -1 else s for i, s in enumerate(params["sizes"])]))
+
+
 def small(case) -> bool:
+    """Both the storage and the view fit the explorer's limits (expand can grow a small input past MAX_VIEW)."""
     shape, op, params = case
-    return int(np.prod(shape)) <= 64
+    return int(np.prod(shape)) <= MAX_STORAGE and result_numel(shape, op, params) <= MAX_VIEW
 
 
-@SETTINGS
+def test_small_bounds_the_expanded_view_not_only_the_input():
+    grown = ((3, 4, 4, 1), "expand", {"sizes": (3, 4, 4, 3)})  # 48 stored elements, a 144-element view
+    assert result_numel(*grown) == 144 and not small(grown)
+    assert small(((3, 4, 4, 1), "expand", {"sizes": (3, 4, 4, 2)}))
+    with pytest.raises(ValueError, match="at most 128"):
+        strided_view(*grown[:2], **grown[2])
+
+
 @given(views().filter(small))
 def test_random_views_agree_with_numpy(case):
     shape, op, params = case
     assert_agrees_with_numpy(shape, op, params)
 
 
-@SETTINGS
 @given(views().filter(small))
 def test_offset_map_reads_the_same_elements_as_minigrad_tensors(case):
     shape, op, params = case
@@ -321,9 +336,12 @@ def test_ipython_display_sends_the_widget_with_a_static_fallback(monkeypatch):
     monkeypatch.setattr(IPython.display, "display", lambda obj, **kwargs: shown.append((obj, kwargs)))
     StrideExplorer()._ipython_display_()
     bundle, kwargs = shown[0]
-    assert kwargs == {"raw": True}
+    assert kwargs["raw"] is True
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert bundle["image/svg+xml"] == StrideExplorer().figure().svg
+    figure = StrideExplorer().figure()
+    assert bundle["image/svg+xml"] == figure.svg
+    assert base64.b64decode(bundle["image/png"]) == figure.png()  # what an untrusted notebook shows
+    assert kwargs["metadata"]["image/png"] == {"width": round(figure.width), "height": round(figure.height)}
 
     shown.clear()
     monkeypatch.setitem(sys.modules, "ipywidgets", None)  # import fails as if not installed

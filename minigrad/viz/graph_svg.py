@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from minigrad.viz.graph_layout import layered_layout
+from minigrad.viz.svg_png import png_bundle, svg_png
 
 __all__ = [
     "SVGFigure", "draw_graph", "draw_legend", "graph_nodes", "stack_figures", "value_box_width",
@@ -72,7 +73,11 @@ PALETTE: dict[str, tuple[str, str]] = {
 
 
 class SVGFigure:
-    """An SVG picture: ``.svg`` is the markup; Jupyter shows it through ``_repr_svg_``."""
+    """An SVG picture: ``.svg`` is the markup.
+
+    Jupyter gets the SVG and, when it can be rendered here, the same picture as
+    PNG (``svg_png``): a notebook opened untrusted shows only the PNG.
+    """
 
     def __init__(self, body: str, width: float, height: float):
         self.body = body  # the markup inside <svg>, reused by stack_figures
@@ -93,6 +98,15 @@ class SVGFigure:
 
     def _repr_svg_(self) -> str:
         return self.svg
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        svg = self.svg
+        png, metadata = png_bundle(svg, self.width, self.height)
+        return {"image/svg+xml": svg, **png}, metadata
+
+    def png(self) -> bytes | None:
+        """The figure as PNG bytes (None when no rasterizer is installed)."""
+        return svg_png(self.svg)
 
     def save(self, path) -> Path:
         """Write the SVG (UTF-8) to ``path`` and return it as a Path."""

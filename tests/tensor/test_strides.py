@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import minigrad.tensor as mt
@@ -18,7 +18,6 @@ from minigrad.tensor.strides import (
     view_strides,
 )
 
-SETTINGS = settings(max_examples=60, deadline=None)
 shapes = st.lists(st.integers(0, 4), min_size=0, max_size=4).map(tuple)
 nonempty_shapes = st.lists(st.integers(1, 4), min_size=0, max_size=4).map(tuple)
 
@@ -27,7 +26,6 @@ def element_strides(a: np.ndarray) -> tuple:
     return tuple(s // a.itemsize for s in a.strides)
 
 
-@SETTINGS
 @given(nonempty_shapes)
 def test_strides_for_shape_matches_numpy(shape):
     assert strides_for_shape(shape) == element_strides(np.zeros(shape, np.float32))
@@ -39,7 +37,6 @@ def test_strides_for_shape_with_empty_dims_follows_pytorch():
     assert strides_for_shape(()) == ()
 
 
-@SETTINGS
 @given(nonempty_shapes, st.data())
 def test_index_to_position_and_back(shape, data):
     index = tuple(data.draw(st.integers(0, n - 1)) for n in shape)
@@ -64,7 +61,6 @@ def random_views(draw):
     return base, view
 
 
-@SETTINGS
 @given(random_views(), st.data())
 def test_index_to_position_reads_the_same_element_as_numpy_for_any_view(base_and_view, data):
     base, view = base_and_view
@@ -74,7 +70,6 @@ def test_index_to_position_reads_the_same_element_as_numpy_for_any_view(base_and
     assert base[index_to_position(index, t.strides, t.storage_offset())] == view[index]
 
 
-@SETTINGS
 @given(st.lists(shapes, min_size=1, max_size=3))
 def test_broadcast_shapes_matches_numpy(shape_list):
     try:
@@ -94,7 +89,6 @@ def broadcastable_pairs(draw):
     return big, small
 
 
-@SETTINGS
 @given(broadcastable_pairs(), st.data())
 def test_broadcast_index_reads_what_numpy_broadcasting_reads(pair, data):
     big, small = pair
@@ -103,7 +97,6 @@ def test_broadcast_index_reads_what_numpy_broadcasting_reads(pair, data):
     assert np.broadcast_to(a, big)[index] == a[broadcast_index(index, big, small)]
 
 
-@SETTINGS
 @given(random_views(), st.data())
 def test_permute_strides_matches_numpy_transpose(base_and_view, data):
     _, view = base_and_view
@@ -124,7 +117,6 @@ def test_permute_strides_rejects_bad_dims():
         permute_strides((2, 3), (3, 1), (0,))
 
 
-@SETTINGS
 @given(random_views())
 def test_is_contiguous_matches_numpy(base_and_view):
     _, view = base_and_view
@@ -145,7 +137,6 @@ def _factorizations(n: int, draw) -> tuple:
     return tuple(shape)
 
 
-@SETTINGS
 @given(random_views(), st.data())
 def test_view_strides_is_sound_and_as_capable_as_numpy(base_and_view, data):
     base, view = base_and_view
@@ -170,7 +161,6 @@ def test_view_strides_is_sound_and_as_capable_as_numpy(base_and_view, data):
 VIEW_OPS = ("transpose", "slice", "unsqueeze", "squeeze", "expand", "index")
 
 
-@settings(max_examples=40, deadline=None)
 @given(nonempty_shapes.filter(lambda s: len(s) >= 1), st.lists(st.sampled_from(VIEW_OPS), max_size=4), st.data())
 def test_chains_of_view_ops_match_numpy(shape, ops, data):
     a = np.arange(numel(shape), dtype=np.float32).reshape(shape)

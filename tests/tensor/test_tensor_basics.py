@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import minigrad.tensor as mt
@@ -164,13 +164,11 @@ def test_shares_memory():
 
 # ----------------------------------------------------------------------------- forward values against NumPy
 
-settings_ = settings(max_examples=25, deadline=None)
 arrays = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple).flatmap(
     lambda s: st.builds(lambda seed: np.random.default_rng(seed).standard_normal(s).astype(np.float32), st.integers(0, 10_000))
 )
 
 
-@settings_
 @given(arrays, st.data())
 def test_reductions_match_numpy(a, data):
     x = mt.tensor(a)
@@ -196,7 +194,6 @@ def test_reductions_match_numpy(a, data):
     assert x.argmin().item() == a.argmin()
 
 
-@settings_
 @given(arrays, st.data())
 def test_indexing_matches_numpy(a, data):
     x = mt.tensor(a)

@@ -1,0 +1,49 @@
+"""SVG figures carry a PNG twin, so a notebook opened untrusted (or on GitHub) still shows them."""
+
+from __future__ import annotations
+
+import base64
+import struct
+import sys
+
+from IPython.core.formatters import DisplayFormatter
+
+from minigrad.viz import SVGFigure, draw_layouts
+from minigrad.viz.svg_png import PNG_ZOOM, png_bundle, svg_png
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    assert png[:8] == PNG_MAGIC and png[12:16] == b"IHDR"
+    return struct.unpack(">II", png[16:24])
+
+
+def test_a_figure_is_displayed_as_svg_and_as_png_of_the_same_size():
+    figure = draw_layouts()
+    data, metadata = DisplayFormatter().format(figure)
+    assert data["image/svg+xml"] == figure.svg
+    png = base64.b64decode(data["image/png"])
+    assert png_size(png) == (round(figure.width * PNG_ZOOM), round(figure.height * PNG_ZOOM))
+    assert metadata["image/png"] == {"width": round(figure.width), "height": round(figure.height)}
+    assert data["text/plain"].startswith("SVGFigure(")
+
+
+def test_text_is_drawn_with_the_bundled_fonts():
+    box = '<rect x="4" y="4" width="112" height="24" fill="#ffffff" stroke="#000000"/>'
+    label = '<text x="10" y="21" fill="#000000">grad = 1</text>'
+    plain, labelled = SVGFigure(box, 120, 32).png(), SVGFigure(box + label, 120, 32).png()
+    assert plain != labelled  # the text is rendered, not dropped for want of a font
+    assert SVGFigure(box + label, 120, 32).png() == labelled  # and the same every time
+
+
+def test_without_a_rasterizer_the_svg_is_still_shown(monkeypatch):
+    monkeypatch.setitem(sys.modules, "resvg_py", None)  # import fails as if not installed
+    figure = draw_layouts()
+    assert svg_png(figure.svg) is None and png_bundle(figure.svg, 1, 1) == ({}, {})
+    data, _ = DisplayFormatter().format(figure)
+    assert "image/png" not in data and data["image/svg+xml"] == figure.svg
+
+
+def test_markup_the_rasterizer_refuses_gives_no_png():
+    assert svg_png("<svg") is None
