@@ -91,6 +91,8 @@ from minigrad.tensor.hooks import (
     set_buffer_tag,
     set_dtype_policy,
 )
+from minigrad.tensor.saved_tensors import saved_tensors_hooks
+from minigrad.tensor import graph
 from minigrad.tensor.ops_convert import cast, clone
 from minigrad.tensor.ops_elementwise import (
     abs,
@@ -165,6 +167,7 @@ __all__ = [
     # extension points
     "hooks", "strides", "grad_rules", "AllocationEvent", "add_allocation_observer", "remove_allocation_observer",
     "allocation_tag", "set_buffer_tag", "set_dtype_policy", "get_dtype_policy", "dtype_policy",
+    "saved_tensors_hooks", "graph",
     # factories and random numbers
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
     "empty_like", "full_like", "rand", "randn", "randint", "rand_like", "randn_like", "randperm",

@@ -60,6 +60,7 @@ import numpy as np
 
 from minigrad.tensor import anomaly as _anomaly
 from minigrad.tensor import hooks
+from minigrad.tensor import saved_tensors as _saved_tensors
 from minigrad.tensor.backend import DeviceError
 from minigrad.tensor.errors import DTypeError, ShapeError, describe
 from minigrad.tensor.tensor import Tensor, VersionCounter
@@ -173,6 +174,7 @@ class Function:
     _saved: tuple | None = ()
     _checks: tuple = ()
     _retain = None
+    _unpack = None
     output_shape: tuple = ()
     output_dtype = None
     name = "FunctionBackward"
@@ -208,15 +210,16 @@ class Function:
                 f"were freed by the first backward(). Pass retain_graph=True to the first backward() "
                 f"if you need to call backward twice, or recompute the forward pass"
             )
-        for index, counter, expected in ctx._checks:
+        for index, counter, expected, shape in ctx._checks:
             if counter.value != expected:
-                array = saved[index]
                 raise RuntimeError(
                     f"one of the tensors needed for gradient computation (saved by {ctx.name}, shape "
-                    f"{tuple(array.shape)}) was modified by an in-place operation: version "
+                    f"{tuple(shape)}) was modified by an in-place operation: version "
                     f"{counter.value}, expected {expected}. Fix: do not modify it in place after "
                     f"using it (write x = x + y instead of x += y), or .clone() it before the in-place op"
                 )
+        if ctx._unpack is not None:  # packed by saved-tensor hooks: the unpack hook gives the arrays back
+            return _saved_tensors.unpack_saved(ctx)
         return saved
 
     @property
@@ -295,6 +298,8 @@ class Function:
             result.grad_fn = ctx
             if ctx._saved:
                 ctx._checks = _version_checks(ctx._saved, args, result)
+                if _saved_tensors.stack:
+                    _saved_tensors.pack_saved(ctx, device)
             if hooks.observers:
                 hooks.track(out, hooks.ACTIVATION, device)
         else:
@@ -317,16 +322,33 @@ class Function:
 
 
 def _version_checks(saved, args, result) -> tuple:
-    """(index, version counter, version now) for each saved array that is an input's or the output's data."""
+    """(index, version counter, version now, shape) for each saved array that uses an input's or the output's buffer.
+
+    A saved array is checked against a tensor when it *is* the tensor's data or
+    shares its buffer: a view of an input (conv's im2col of a 1x1 kernel) or
+    the array the output is a view of (``amax(dim)``'s kept-dims result).
+    """
     checks = []
+    tensors = None
     for i, array in enumerate(saved):
         if array is result._data:
-            checks.append((i, result._version_counter, result._version_counter.value))
+            checks.append((i, result._version_counter, result._version_counter.value, array.shape))
             continue
         for a in args:
             if isinstance(a, Tensor) and a._data is array:
-                checks.append((i, a._version_counter, a._version_counter.value))
+                checks.append((i, a._version_counter, a._version_counter.value, array.shape))
                 break
+        else:
+            if getattr(array, "base", None) is None and not hasattr(array, "shape"):
+                continue  # a number or None, not a buffer
+            if tensors is None:  # (root of the buffer, tensor) for the output and every tensor input
+                tensors = [(hooks._root(result._data), result)]
+                tensors += [(hooks._root(a._data), a) for a in args if isinstance(a, Tensor)]
+            root = hooks._root(array)
+            for buffer, t in tensors:
+                if buffer is root:
+                    checks.append((i, t._version_counter, t._version_counter.value, array.shape))
+                    break
     return tuple(checks)
 
 

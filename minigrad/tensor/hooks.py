@@ -107,12 +107,17 @@ def _emit(event: str, record: list) -> None:
 
 
 def _root(array):
-    """The array that owns the memory ``array`` looks at (itself if it owns it)."""
+    """The array that owns the memory ``array`` looks at (itself if it owns it).
+
+    Follows ``.base`` through objects of other types too: NumPy's ``as_strided``
+    views hang off a helper object whose ``.base`` is the array they read.
+    """
     kind = type(array)
     base = array.base
-    while base is not None and type(base) is kind:
-        array = base
-        base = array.base
+    while base is not None:
+        if type(base) is kind:
+            array = base
+        base = getattr(base, "base", None)
     return array
 
 
