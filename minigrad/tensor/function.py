@@ -53,7 +53,9 @@ After ``backward()`` the saved arrays are released (unless
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import sysconfig
 import weakref
 
 import numpy as np
@@ -267,9 +269,15 @@ class Function:
         except (ShapeError, DTypeError, DeviceError, NotImplementedError):
             raise
         except (ValueError, TypeError, IndexError) as exc:
-            if not cls.__module__.startswith("minigrad."):  # a user's Function: keep their traceback
-                raise ctx.explain_error(exc, args, kwargs) from exc
-            raise ctx.explain_error(exc, args, kwargs) from None
+            where = user_frame(exc.__traceback__)
+            if where is None and cls.__module__.startswith("minigrad."):  # NumPy refused: our message says it all
+                raise ctx.explain_error(exc, args, kwargs) from None
+            # the error comes from the user's code (their Function, or an exercise plugged in with
+            # use_exercise): keep their traceback and name their line
+            error = ctx.explain_error(exc, args, kwargs)
+            if where is not None:
+                error.args = (f"{error.args[0] if error.args else ''} (raised in your code at {where})",)
+            raise error from exc
         if ctx.out_device is not None:
             device = ctx.out_device
         if isinstance(out, np.generic):  # NumPy turns 0-d results into scalars; keep arrays
@@ -319,6 +327,37 @@ class Function:
         if isinstance(exc, IndexError):
             return IndexError(text)
         return DTypeError(text)
+
+
+def _library_folders() -> tuple[str, ...]:
+    """Folders whose files are not the user's: this package, NumPy's, the standard library and site-packages."""
+    folders = {os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(np.__file__)}
+    paths = sysconfig.get_paths()
+    folders.update(paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths)
+    return tuple(os.path.join(os.path.realpath(f), "") for f in folders)
+
+
+_LIBRARY_FOLDERS: tuple[str, ...] | None = None
+
+
+def user_frame(tb) -> str | None:
+    """``"file:line, in function"`` of the innermost frame of traceback ``tb`` in the user's code, or None.
+
+    The user's code is any file outside minigrad, NumPy and the Python
+    installation: a learner's exercise file plugged in with ``use_exercise``,
+    a script, a notebook cell.
+    """
+    global _LIBRARY_FOLDERS
+    if _LIBRARY_FOLDERS is None:
+        _LIBRARY_FOLDERS = _library_folders()
+    found = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        path = os.path.realpath(code.co_filename) if not code.co_filename.startswith("<") else code.co_filename
+        if not path.startswith(_LIBRARY_FOLDERS) and not code.co_filename.startswith("<frozen"):
+            found = f"{code.co_filename}:{tb.tb_lineno}, in {code.co_name}"
+        tb = tb.tb_next
+    return found
 
 
 def _version_checks(saved, args, result) -> tuple:
