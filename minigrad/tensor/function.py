@@ -44,10 +44,20 @@ must not modify ``grad`` in place, and must return new arrays or views of
 leaf's ``.grad``).
 
 **Saved tensors and versions.** ``save_for_backward`` records the version of
-every input/output it keeps; if an in-place op changes one of them before
-``backward``, reading ``ctx.saved_tensors`` raises an error naming the node.
-After ``backward()`` the saved arrays are released (unless
+every input/output whose buffer a saved array uses (the array itself, or a
+view of it, such as conv's im2col of a 1x1 kernel); if an in-place op changes
+one of them before ``backward``, reading ``ctx.saved_tensors`` raises an error
+naming the node. After ``backward()`` the saved arrays are released (unless
 ``retain_graph=True``), so a second backward through the same nodes raises.
+Inside ``saved_tensors_hooks(pack, unpack)`` (:mod:`.saved_tensors`) a node
+keeps ``pack(t)`` instead of each saved array and ``saved_tensors`` returns
+what ``unpack`` gives back; the version checks run all the same.
+
+**Errors.** NumPy's errors inside ``forward`` become a ``ShapeError`` /
+``DTypeError`` naming the op and its operands. When the error comes from the
+user's own code (their Function, or an exercise plugged in with
+``use_exercise``) it is chained (``from exc``) and the message names the
+user's file and line.
 """
 
 from __future__ import annotations
@@ -177,6 +187,7 @@ class Function:
     _checks: tuple = ()
     _retain = None
     _unpack = None
+    _device = None
     output_shape: tuple = ()
     output_dtype = None
     name = "FunctionBackward"
@@ -309,7 +320,8 @@ class Function:
                 if _saved_tensors.stack:
                     _saved_tensors.pack_saved(ctx, device)
             if hooks.observers:
-                hooks.track(out, hooks.ACTIVATION, device)
+                ctx._device = device
+                hooks.track_node(ctx, out, device)
         else:
             result._requires_grad = False
             result.grad_fn = None
