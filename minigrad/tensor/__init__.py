@@ -8,7 +8,9 @@ backward pass), :mod:`.grad_rules` (the backward rules with an idea in them:
 exercises), ``no_grad``, version counters, ``gradcheck``.
 
 Extension points for later stages live in :mod:`.backend` (device registry),
-:mod:`.hooks` (allocation observers, dtype policy).
+:mod:`.hooks` (allocation observers, dtype policy), :mod:`.saved_tensors`
+(``saved_tensors_hooks``, also as ``graph.saved_tensors_hooks``: pack/unpack
+around what backward keeps, for checkpointing and offloading).
 
 Typical use, as in PyTorch::
 
