@@ -45,6 +45,7 @@ from minigrad.nn.functional._utils import (
     pair,
 )
 from minigrad.tensor import Function, ShapeError, Tensor, array_module
+from minigrad.tensor.hooks import report_temporary
 
 __all__ = ["max_pool2d", "avg_pool2d", "MaxPool2dFunction", "AvgPool2dFunction"]
 
@@ -103,7 +104,7 @@ class MaxPool2dFunction(Function):
         padded = _pad(x, padding, -np.inf)
         xp = array_module(x)
         index_type = np.dtype(np.uint8 if kh * kw <= 256 else np.int64)
-        taps = _gather_taps(padded, kernel_size, stride, out_size)  # one copy; then every step is contiguous
+        taps = report_temporary(_gather_taps(padded, kernel_size, stride, out_size))  # one copy; then every step is contiguous
         out = taps[0].copy(order="K")  # "K": keep the input's memory layout
         argmax = xp.zeros_like(out, dtype=index_type)  # which tap holds the maximum, per output
         for k in range(1, kh * kw):  # tap k is (i, j) = (k // kw, k % kw)

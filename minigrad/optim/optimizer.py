@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from minigrad.optim import functional
-from minigrad.tensor import Tensor, allocation_tag, enable_grad, no_grad
+from minigrad.tensor import Tensor, allocation_tag, enable_grad, hooks, no_grad
 from minigrad.tensor.backend import array_module, cpu, transfer
 from minigrad.tensor.tensor import make_tensor
 
@@ -81,10 +81,50 @@ def register_update_kernel(name: str, device_type: str, fn: Callable | None) -> 
     return previous
 
 
+def _scratch_arrays(name: str, maximize=False, weight_decay=0.0, decoupled_weight_decay=False, nesterov=False,
+                    momentum=0.0, **_) -> int:
+    """How many parameter-sized scratch arrays the functional update rule ``name`` holds at once, at most.
+
+    Counted from the code of :mod:`minigrad.optim.functional` (each ``a * b``
+    on whole arrays makes one) and checked against tracemalloc by the tests.
+    A new momentum buffer is not scratch: it becomes optimizer state.
+    """
+    negated_or_decayed = bool(maximize or (weight_decay != 0 and not decoupled_weight_decay))
+    if name == "adam":  # (1 - beta2) * grad * grad; later sqrt(v) and m / denom
+        return 2 + negated_or_decayed
+    if name == "sgd":  # lr * d
+        return 1 + negated_or_decayed + bool(nesterov)
+    if name == "rmsprop":  # (1 - alpha) * grad * grad; sqrt(v) + eps and grad / avg
+        return 2 + negated_or_decayed + (momentum == 0)
+    return 0
+
+
 def update_kernel(name: str, device) -> Callable:
-    """The update rule ``name`` for tensors on ``device``: a registered one, else the functional default."""
+    """The update rule ``name`` for tensors on ``device``: a registered one, else the functional default.
+
+    While allocation observers are registered, the rule's scratch memory is
+    reported around each call (:func:`minigrad.tensor.hooks.scratch`): for the
+    defaults, the count of :func:`_scratch_arrays`; a registered kernel may
+    declare its own with a ``scratch_arrays(**hyperparameters)`` attribute
+    (a fused kernel has none).
+    """
     fn = _KERNELS.get((name, device.type))
-    return fn if fn is not None else getattr(functional, f"{name}_update")
+    if fn is None:
+        fn = getattr(functional, f"{name}_update")
+        if hooks.observers:
+            return _reporting_scratch(fn, lambda **hyper: _scratch_arrays(name, **hyper), device)
+        return fn
+    if hooks.observers and hasattr(fn, "scratch_arrays"):
+        return _reporting_scratch(fn, fn.scratch_arrays, device)
+    return fn
+
+
+def _reporting_scratch(fn: Callable, count: Callable, device) -> Callable:
+    def run(param, *arrays, **hyper):
+        with hooks.scratch(count(**hyper) * param.nbytes, device):
+            return fn(param, *arrays, **hyper)
+
+    return run
 
 
 # ---------------------------------------------------------------------------------- helpers

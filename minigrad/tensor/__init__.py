@@ -9,7 +9,9 @@ exercises), ``no_grad``, version counters, ``gradcheck``.
 
 Extension points for later stages live in :mod:`.backend` (device registry),
 :mod:`.hooks` (allocation observers, dtype policy), :mod:`.cast_cache` (each
-weight cast once per autocast region).
+weight cast once per autocast region), :mod:`.saved_tensors`
+(``saved_tensors_hooks``, also as ``graph.saved_tensors_hooks``: pack/unpack
+around what backward keeps, for checkpointing and offloading).
 
 Typical use, as in PyTorch::
 
@@ -98,6 +100,8 @@ from minigrad.tensor.hooks import (
     set_buffer_tag,
     set_dtype_policy,
 )
+from minigrad.tensor.saved_tensors import saved_tensors_hooks
+from minigrad.tensor import graph
 from minigrad.tensor.ops_convert import cast, clone
 from minigrad.tensor.ops_elementwise import (
     abs,
@@ -173,7 +177,7 @@ __all__ = [
     # extension points
     "hooks", "strides", "grad_rules", "AllocationEvent", "add_allocation_observer", "remove_allocation_observer",
     "allocation_tag", "set_buffer_tag", "set_dtype_policy", "get_dtype_policy", "dtype_policy",
-    "weight_cast_cache", "cached_cast",
+    "weight_cast_cache", "cached_cast", "saved_tensors_hooks", "graph",
     # factories and random numbers
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
     "empty_like", "full_like", "rand", "randn", "randint", "rand_like", "randn_like", "randperm",

@@ -59,6 +59,9 @@ def backward(tensor: Tensor, gradient=None, retain_graph: bool = False) -> None:
             f"the loss inside no_grad())"
         )
     seed = _seed(tensor, gradient)
+    observed = bool(hooks.observers)  # report the gradients in flight as temporaries
+    if observed:
+        hooks.track(seed, hooks.TEMPORARY, tensor._device)
     root = tensor.grad_fn if tensor.grad_fn is not None else tensor._accumulate_grad_node()
     grads = {root: seed}
     adopted: set[int] = set()
@@ -99,6 +102,10 @@ def backward(tensor: Tensor, gradient=None, retain_graph: bool = False) -> None:
                 )
             previous = grads.get(parent)
             grads[parent] = g if previous is None else previous + g
+            if observed:  # a leaf's gradient usually becomes its .grad as is
+                tag = hooks.GRADIENT if type(parent) is AccumulateGrad else hooks.TEMPORARY
+                hooks.track(g, tag, node._device or tensor._device)
+                hooks.track(grads[parent], tag, node._device or tensor._device)
         if not retain_graph:
             node._saved = None
 
@@ -147,6 +154,8 @@ def _accumulate(leaf: Tensor, grad, adopted: set[int]) -> None:
             # matching memory (mixing C- and Fortran-ordered operands makes them several times slower)
             grad = array_module(grad).ascontiguousarray(grad)
         leaf._grad = make_tensor(_own(grad, adopted), leaf._device, tag=hooks.GRADIENT)
+        if hooks.observers:  # a gradient in flight adopted as .grad: it is a gradient now
+            hooks.retag(leaf._grad._data, hooks.GRADIENT, (hooks.TEMPORARY,))
     else:
         current._data += grad
         current._version_counter.value += 1

@@ -44,16 +44,28 @@ must not modify ``grad`` in place, and must return new arrays or views of
 leaf's ``.grad``).
 
 **Saved tensors and versions.** ``save_for_backward`` records the version of
-every input/output it keeps; if an in-place op changes one of them before
-``backward``, reading ``ctx.saved_tensors`` raises an error naming the node.
-After ``backward()`` the saved arrays are released (unless
+every input/output whose buffer a saved array uses (the array itself, or a
+view of it, such as conv's im2col of a 1x1 kernel); if an in-place op changes
+one of them before ``backward``, reading ``ctx.saved_tensors`` raises an error
+naming the node. After ``backward()`` the saved arrays are released (unless
 ``retain_graph=True``), so a second backward through the same nodes raises.
+Inside ``saved_tensors_hooks(pack, unpack)`` (:mod:`.saved_tensors`) a node
+keeps ``pack(t)`` instead of each saved array and ``saved_tensors`` returns
+what ``unpack`` gives back; the version checks run all the same.
+
+**Errors.** NumPy's errors inside ``forward`` become a ``ShapeError`` /
+``DTypeError`` naming the op and its operands. When the error comes from the
+user's own code (their Function, or an exercise plugged in with
+``use_exercise``) it is chained (``from exc``) and the message names the
+user's file and line.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import sysconfig
 import weakref
 
 import numpy as np
@@ -61,6 +73,7 @@ import numpy as np
 from minigrad.tensor import anomaly as _anomaly
 from minigrad.tensor import bfloat16_compute as _bf16
 from minigrad.tensor import hooks
+from minigrad.tensor import saved_tensors as _saved_tensors
 from minigrad.tensor.backend import DeviceError
 from minigrad.tensor.dtypes import bfloat16
 from minigrad.tensor.dispatch import OP_IMPLS as _op_impls
@@ -179,6 +192,8 @@ class Function:
     _saved: tuple | None = ()
     _checks: tuple = ()
     _retain = None
+    _unpack = None
+    _device = None
     output_shape: tuple = ()
     output_dtype = None
     name = "FunctionBackward"
@@ -214,15 +229,16 @@ class Function:
                 f"were freed by the first backward(). Pass retain_graph=True to the first backward() "
                 f"if you need to call backward twice, or recompute the forward pass"
             )
-        for index, counter, expected in ctx._checks:
+        for index, counter, expected, shape in ctx._checks:
             if counter.value != expected:
-                array = saved[index]
                 raise RuntimeError(
                     f"one of the tensors needed for gradient computation (saved by {ctx.name}, shape "
-                    f"{tuple(array.shape)}) was modified by an in-place operation: version "
+                    f"{tuple(shape)}) was modified by an in-place operation: version "
                     f"{counter.value}, expected {expected}. Fix: do not modify it in place after "
                     f"using it (write x = x + y instead of x += y), or .clone() it before the in-place op"
                 )
+        if ctx._unpack is not None:  # packed by saved-tensor hooks: the unpack hook gives the arrays back
+            return _saved_tensors.unpack_saved(ctx)
         return saved
 
     @property
@@ -279,9 +295,15 @@ class Function:
         except (ShapeError, DTypeError, DeviceError, NotImplementedError):
             raise
         except (ValueError, TypeError, IndexError) as exc:
-            if not cls.__module__.startswith("minigrad."):  # a user's Function: keep their traceback
-                raise ctx.explain_error(exc, args, kwargs) from exc
-            raise ctx.explain_error(exc, args, kwargs) from None
+            where = user_frame(exc.__traceback__)
+            if where is None and cls.__module__.startswith("minigrad."):  # NumPy refused: our message says it all
+                raise ctx.explain_error(exc, args, kwargs) from None
+            # the error comes from the user's code (their Function, or an exercise plugged in with
+            # use_exercise): keep their traceback and name their line
+            error = ctx.explain_error(exc, args, kwargs)
+            if where is not None:
+                error.args = (f"{error.args[0] if error.args else ''} (raised in your code at {where})",)
+            raise error from exc
         if ctx.out_device is not None:
             device = ctx.out_device
         if isinstance(out, np.generic):  # NumPy turns 0-d results into scalars; keep arrays
@@ -310,8 +332,11 @@ class Function:
             result.grad_fn = ctx
             if ctx._saved:
                 ctx._checks = _version_checks(ctx._saved, args, result)
+                if _saved_tensors.stack:
+                    _saved_tensors.pack_saved(ctx, device)
             if hooks.observers:
-                hooks.track(out, hooks.ACTIVATION, device)
+                ctx._device = device
+                hooks.track_node(ctx, out, device)
         else:
             result._requires_grad = False
             result.grad_fn = None
@@ -331,17 +356,65 @@ class Function:
         return DTypeError(text)
 
 
+def _library_folders() -> tuple[str, ...]:
+    """Folders whose files are not the user's: this package, NumPy's, the standard library and site-packages."""
+    folders = {os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(np.__file__)}
+    paths = sysconfig.get_paths()
+    folders.update(paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths)
+    return tuple(os.path.join(os.path.realpath(f), "") for f in folders)
+
+
+_LIBRARY_FOLDERS: tuple[str, ...] | None = None
+
+
+def user_frame(tb) -> str | None:
+    """``"file:line, in function"`` of the innermost frame of traceback ``tb`` in the user's code, or None.
+
+    The user's code is any file outside minigrad, NumPy and the Python
+    installation: a learner's exercise file plugged in with ``use_exercise``,
+    a script, a notebook cell.
+    """
+    global _LIBRARY_FOLDERS
+    if _LIBRARY_FOLDERS is None:
+        _LIBRARY_FOLDERS = _library_folders()
+    found = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        path = os.path.realpath(code.co_filename) if not code.co_filename.startswith("<") else code.co_filename
+        if not path.startswith(_LIBRARY_FOLDERS) and not code.co_filename.startswith("<frozen"):
+            found = f"{code.co_filename}:{tb.tb_lineno}, in {code.co_name}"
+        tb = tb.tb_next
+    return found
+
+
 def _version_checks(saved, args, result) -> tuple:
-    """(index, version counter, version now) for each saved array that is an input's or the output's data."""
+    """(index, version counter, version now, shape) for each saved array that uses an input's or the output's buffer.
+
+    A saved array is checked against a tensor when it *is* the tensor's data or
+    shares its buffer: a view of an input (conv's im2col of a 1x1 kernel) or
+    the array the output is a view of (``amax(dim)``'s kept-dims result).
+    """
     checks = []
+    tensors = None
     for i, array in enumerate(saved):
         if array is result._data:
-            checks.append((i, result._version_counter, result._version_counter.value))
+            checks.append((i, result._version_counter, result._version_counter.value, array.shape))
             continue
         for a in args:
             if isinstance(a, Tensor) and a._data is array:
-                checks.append((i, a._version_counter, a._version_counter.value))
+                checks.append((i, a._version_counter, a._version_counter.value, array.shape))
                 break
+        else:
+            if getattr(array, "base", None) is None and not hasattr(array, "shape"):
+                continue  # a number or None, not a buffer
+            if tensors is None:  # (root of the buffer, tensor) for the output and every tensor input
+                tensors = [(hooks._root(result._data), result)]
+                tensors += [(hooks._root(a._data), a) for a in args if isinstance(a, Tensor)]
+            root = hooks._root(array)
+            for buffer, t in tensors:
+                if buffer is root:
+                    checks.append((i, t._version_counter, t._version_counter.value, array.shape))
+                    break
     return tuple(checks)
 
 

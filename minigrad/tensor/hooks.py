@@ -8,13 +8,28 @@ A *buffer* is the block of memory behind a tensor; views (``x.T``, ``x[1:]``,
 not reported again. A buffer is freed when the last tensor, view or saved
 array that uses it goes away.
 
-Each buffer carries a *tag* (the memory category): ``"activation"`` for op
-outputs while autograd records, ``"temporary"`` for op outputs under
-``no_grad()``, ``"gradient"`` for ``.grad`` buffers, ``"tensor"`` for tensors
-made by factories (``tensor``, ``zeros``, ``randn``, ...). Wrap code in
-``with allocation_tag("optimizer_state"):`` to label everything it allocates,
-or relabel a buffer later with :func:`set_buffer_tag` (``nn.Parameter`` does
-that with ``"parameter"``).
+Every buffer the library makes is reported, not only the arrays wrapped in
+a tensor: what a node keeps for backward (``save_for_backward``, e.g. conv's
+im2col matrix, and any array it stores on ``ctx``), the gradients passed
+between nodes during ``backward()`` and the larger scratch arrays an op's
+backward makes (:func:`report_temporary`), an optimizer step's scratch
+arrays (see :mod:`minigrad.optim.optimizer`).
+
+Each buffer carries a *tag* (the memory category):
+
+- ``"activation"``: kept alive for backward by a node of the graph (saved
+  for backward; an op output becomes one when a later node saves it);
+- ``"output"``: an op output made while autograd records that no node has
+  saved (it is alive only while something else holds it);
+- ``"temporary"``: op outputs under ``no_grad()``, gradients in flight during
+  ``backward()``, scratch arrays of a backward or an optimizer step;
+- ``"gradient"`` for ``.grad`` buffers, ``"tensor"`` for tensors made by
+  factories (``tensor``, ``zeros``, ``randn``, ...).
+
+Wrap code in ``with allocation_tag("optimizer_state"):`` to label everything
+it allocates, or relabel a buffer later with :func:`set_buffer_tag`
+(``nn.Parameter`` does that with ``"parameter"``). A buffer keeps its tag once
+backward has released it (an activation still held by the user stays one).
 
 When no observer is registered the cost is one truthiness test per new tensor.
 Buffers that existed before the first observer was registered are reported
@@ -41,10 +56,10 @@ __all__ = [
     "AllocationEvent", "add_allocation_observer", "remove_allocation_observer",
     "allocation_tag", "set_buffer_tag", "buffer_id", "live_buffers",
     "set_dtype_policy", "get_dtype_policy", "dtype_policy",
-    "ACTIVATION", "TEMPORARY", "GRADIENT", "TENSOR",
+    "ACTIVATION", "OUTPUT", "TEMPORARY", "GRADIENT", "TENSOR", "live_bytes", "report_temporary", "scratch",
 ]
 
-ACTIVATION, TEMPORARY, GRADIENT, TENSOR = "activation", "temporary", "gradient", "tensor"
+ACTIVATION, OUTPUT, TEMPORARY, GRADIENT, TENSOR = "activation", "output", "temporary", "gradient", "tensor"
 
 AllocationEvent = namedtuple("AllocationEvent", "event nbytes buffer_id tag device")
 AllocationEvent.__doc__ = """One allocation event: ``event`` is "alloc", "free" or "retag"; ``nbytes`` the buffer's
@@ -107,12 +122,17 @@ def _emit(event: str, record: list) -> None:
 
 
 def _root(array):
-    """The array that owns the memory ``array`` looks at (itself if it owns it)."""
+    """The array that owns the memory ``array`` looks at (itself if it owns it).
+
+    Follows ``.base`` through objects of other types too: NumPy's ``as_strided``
+    views hang off a helper object whose ``.base`` is the array they read.
+    """
     kind = type(array)
     base = array.base
-    while base is not None and type(base) is kind:
-        array = base
-        base = array.base
+    while base is not None:
+        if type(base) is kind:
+            array = base
+        base = getattr(base, "base", None)
     return array
 
 
@@ -132,6 +152,86 @@ def track(array, tag: str, device) -> None:
     _live[key] = record
     weakref.finalize(root, _freed, key)
     _emit("alloc", record)
+
+
+def retag(array, tag: str, only_from: tuple[str, ...] | None = None) -> None:
+    """Relabel ``array``'s (known) buffer with ``tag``, if its tag is one of ``only_from`` (any, if None)."""
+    record = _live.get(id(_root(array)))
+    if record is not None and record[2] != tag and (only_from is None or record[2] in only_from):
+        record[2] = tag
+        _emit("retag", record)
+
+
+def _is_buffer(value) -> bool:
+    return hasattr(value, "nbytes") and hasattr(value, "base")
+
+
+def track_node(ctx, out, device) -> None:
+    """Report what a node just recorded keeps alive (as activations) and its output (called by ``apply``).
+
+    The node keeps its saved arrays and any array stored on ``ctx`` (directly,
+    or in a tuple/list); the output is an activation if the node saved it,
+    otherwise an ``"output"``. An ``"output"`` buffer that this node saves
+    becomes an activation.
+    """
+    kept = [a for a in ctx._saved if _is_buffer(a)] if ctx._saved else []
+    for value in vars(ctx).values():
+        if type(value) in (tuple, list):
+            kept.extend(v for v in value if _is_buffer(v))
+        elif _is_buffer(value):
+            kept.append(value)
+    saved_roots = set()
+    for array in kept:
+        root = _root(array)
+        saved_roots.add(id(root))
+        if id(root) in _live:
+            retag(root, ACTIVATION, (OUTPUT, TEMPORARY))
+        else:
+            track(root, ACTIVATION, device)
+    track(out, ACTIVATION if id(_root(out)) in saved_roots else OUTPUT, device)
+
+
+def report_temporary(array, device=None):
+    """Show a scratch array the library made (in a backward rule, an optimizer step) to observers; returns it.
+
+    Tagged ``"temporary"``; reported freed when the array goes away. Costs one
+    truthiness test when nobody observes. ``device`` defaults to "cpu" for
+    NumPy arrays.
+    """
+    if observers:
+        track(array, TEMPORARY, device if device is not None else _device_of(array))
+    return array
+
+
+def _device_of(array) -> str:
+    module = type(array).__module__.split(".")[0]
+    return "cpu" if module == "numpy" else module
+
+
+@contextmanager
+def scratch(nbytes: int, device="cpu"):
+    """Report ``nbytes`` of scratch memory as allocated for the length of the block (tag ``"temporary"``).
+
+    For code whose arrays the library cannot report one by one (an update
+    kernel's whole-array arithmetic): it declares its peak instead. Costs
+    nothing when nobody observes.
+    """
+    if not observers:
+        yield
+        return
+    record = [next(_ids), int(nbytes), tag_override[-1] if tag_override else TEMPORARY, str(device)]
+    key = -record[0]  # never the id() of an array
+    _live[key] = record
+    _emit("alloc", record)
+    try:
+        yield
+    finally:
+        _freed(key)
+
+
+def live_bytes() -> int:
+    """Total size of the reported buffers that are still alive."""
+    return sum(r[1] for r in _live.values())
 
 
 def buffer_id(tensor) -> int | None:

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.tensor import saved_tensors as _saved_tensors
 from minigrad.tensor.backend import DeviceError, transfer
 from minigrad.tensor.dtypes import is_floating_point
+from minigrad.tensor.hooks import _root
 from minigrad.tensor.errors import DTypeError, ShapeError, describe
 from minigrad.tensor.function import _GradMode
 from minigrad.tensor.ops_convert import cast
@@ -97,8 +99,12 @@ def _rebase(t: Tensor, result: Tensor, op: str) -> Tensor:
             f"shape {result.shape})"
         )
     node = result.grad_fn
-    if node is not None and node._saved:  # the node saved t's old memory, which is about to change
-        node._saved = tuple(s.copy() if s is t._data else s for s in node._saved)
+    if node is not None and node._saved and node._unpack is None:  # it may have saved t's old memory, about to change
+        buffer = _root(t._data)
+        node._saved = tuple(
+            s.copy() if s is t._data or (getattr(s, "base", None) is not None and _root(s) is buffer) else s
+            for s in node._saved
+        )
     try:
         t._data[...] = result._data
     except (TypeError, ValueError) as exc:
@@ -109,8 +115,14 @@ def _rebase(t: Tensor, result: Tensor, op: str) -> Tensor:
 
 
 def _alias(t: Tensor) -> Tensor:
-    """t's current value and graph position as a separate tensor (its own version counter)."""
-    return make_tensor(t._data, t._device, t._requires_grad, t.grad_fn, VersionCounter())
+    """t's current value and graph position as a separate tensor (its own version counter).
+
+    Under saved-tensor hooks the value is copied: the op's node hands what it
+    saves to a pack hook, which may keep it without copying, so it must not
+    be t's memory that the in-place write is about to change.
+    """
+    data = t._data.copy() if _saved_tensors.stack else t._data
+    return make_tensor(data, t._device, t._requires_grad, t.grad_fn, VersionCounter())
 
 
 def _binary_(t: Tensor, other, fn_cls, ufunc, op: str, alpha=1) -> Tensor:

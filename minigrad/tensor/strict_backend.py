@@ -52,6 +52,16 @@ _IMPLICIT = (
 _owners: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
+def _memory_owner(array: np.ndarray) -> np.ndarray:
+    """The last ndarray down ``array``'s chain of bases (through NumPy's as_strided helper objects too)."""
+    owner, base = array, array.base
+    while base is not None:
+        if isinstance(base, np.ndarray):
+            owner = base
+        base = getattr(base, "base", None)
+    return owner
+
+
 def _host_operand_error(where: str, value) -> TypeError:
     return TypeError(
         f"{where}: a host numpy.ndarray (shape {value.shape}, {value.dtype}) met a strict-device array; "
@@ -106,14 +116,19 @@ def _wrap(value):
 class StrictArray:
     """An array on the strict test device: NumPy semantics, but no implicit trip to the host."""
 
-    __slots__ = ("_a", "__weakref__")
+    __slots__ = ("_a", "_owner", "__weakref__")
 
     def __init__(self, array: np.ndarray) -> None:
         if not isinstance(array, np.ndarray):
             raise TypeError(f"StrictArray wraps a numpy.ndarray, got {type(array).__name__}")
         self._a = array
-        if array.base is None:
+        root = _memory_owner(array)
+        if root is array:
             _owners[id(array)] = self
+            self._owner = None
+        else:  # a view keeps its owner's wrapper alive, as a device view keeps its allocation
+            owner = _owners.get(id(root))
+            self._owner = owner if owner is not None and owner._a is root else StrictArray(root)
 
     # ------------------------------------------------------------------ the host boundary
     def __array__(self, dtype=None, copy=None):
@@ -165,13 +180,8 @@ class StrictArray:
 
     @property
     def base(self):
-        base = self._a.base
-        if base is None:
-            return None
-        owner = _owners.get(id(base))
-        if owner is not None and owner._a is base:
-            return owner
-        return StrictArray(base) if isinstance(base, np.ndarray) else None
+        """The wrapper of the array that owns the memory (None for an owner), as ``view.base`` on CuPy."""
+        return self._owner
 
     @property
     def __cuda_array_interface__(self) -> dict:

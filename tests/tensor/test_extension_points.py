@@ -177,3 +177,50 @@ def test_set_dtype_policy_returns_the_previous_one():
     assert mt.set_dtype_policy(None) is p
     with pytest.raises(TypeError, match="callable"):
         mt.set_dtype_policy("fp16")
+
+
+def _tag(tensor) -> str:
+    return hooks.live_buffers()[hooks.buffer_id(tensor)][1]
+
+
+def test_outputs_saved_for_backward_are_activations_and_the_others_outputs(events):
+    w = mt.randn(3, 2, requires_grad=True)
+    x = mt.randn(4, 3)
+    y = x @ w  # matmul saves x and w, not its output
+    assert _tag(y) == "output"
+    z = y.tanh()  # tanh saves its output ...
+    assert _tag(z) == "activation" and _tag(y) == "output"
+    p = y * 3.0  # ... and mul saves its operands: y is now kept alive for backward
+    assert _tag(y) == "activation" and _tag(p) == "output"
+    assert [e.event for e in events if e.buffer_id == hooks.buffer_id(y)] == ["alloc", "retag"]
+    assert _tag(x) == "tensor"  # inputs keep their own category
+
+
+def test_buffers_a_node_keeps_that_no_tensor_wraps_are_reported(events):
+    from minigrad import nn
+
+    conv = nn.Conv2d(1, 2, 3)
+    mt.set_buffer_tag(conv.weight, "parameter")
+    x = mt.randn(2, 1, 6, 6)
+    y = conv(x)
+    cols = y.grad_fn._saved[0]  # im2col: (2*4*4, 3*3*1), an array only the node holds
+    assert cols.nbytes == 2 * 4 * 4 * 9 * 4
+    alloc = [e for e in events if e.event == "alloc" and e.nbytes == cols.nbytes]
+    assert [e.tag for e in alloc] == ["activation"]
+    del cols
+    y.sum().backward()  # releases it
+    assert [e.event for e in events if e.buffer_id == alloc[0].buffer_id] == ["alloc", "free"]
+    assert {e.tag for e in events if e.event == "alloc" and e.tag == "temporary"}  # gradients in flight
+    assert hooks.live_bytes() == sum(size for size, _, _ in hooks.live_buffers().values())
+
+
+def test_report_temporary_shows_a_scratch_array_until_it_goes_away(events):
+    scratch = hooks.report_temporary(np.ones(100))
+    assert events[-1].event == "alloc" and events[-1].tag == "temporary" and events[-1].nbytes == 800
+    del scratch
+    assert events[-1].event == "free"
+    handle_events = len(events)
+    hooks.remove_allocation_observer(events.append)
+    hooks.report_temporary(np.ones(3))  # nobody observes: nothing happens
+    mt.add_allocation_observer(events.append)
+    assert len(events) == handle_events

@@ -126,3 +126,72 @@ def test_inplace_errors_name_the_problem():
         e.add_(1)
     with pytest.raises(IndexError, match=r"setitem: .*shape \(2, 3\)"):
         x[5] = 1.0
+
+
+# --------------------------------------------------------------------------- saved arrays that are views
+
+
+def _channels_last(x):
+    return x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+
+
+@pytest.mark.parametrize(
+    "make_input",
+    [
+        lambda: mt.randn(2, 1, 4, 4),  # one channel: im2col of a 1x1 kernel is a view of the input
+        lambda: _channels_last(mt.randn(2, 3, 4, 4)),  # channels-last: the same
+        lambda: mt.randn(2, 1, 4, 4, requires_grad=True) * 1,  # a non-leaf input
+    ],
+    ids=["one-channel", "channels-last", "non-leaf"],
+)
+def test_conv_with_a_1x1_kernel_catches_its_input_modified_in_place(make_input):
+    from minigrad import nn
+
+    mt.manual_seed(0)
+    x = make_input()
+    conv = nn.Conv2d(x.shape[1], 2, 1)
+    y = conv(x)
+    if x.requires_grad:
+        x = x.detach()  # same buffer and version counter, outside the graph
+    x.mul_(10)
+    with pytest.raises(RuntimeError, match="Conv2dFunctionBackward.*modified by an in-place operation"):
+        y.sum().backward()
+    assert conv.weight.grad is None  # nothing was accumulated from the stale values
+
+
+def test_conv_with_a_1x1_kernel_still_gives_the_right_gradient_without_the_edit():
+    from minigrad import nn
+
+    mt.manual_seed(0)
+    x = mt.randn(2, 1, 4, 4)
+    conv = nn.Conv2d(1, 2, 1)
+    conv(x).sum().backward()
+    np.testing.assert_allclose(conv.weight.grad.cpu().numpy().ravel(), [x.sum().item()] * 2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["amax", "amin", "logsumexp"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_reductions_that_save_their_output_catch_it_modified_in_place(op, keepdim):
+    x = mt.randn(3, 4, requires_grad=True)
+    y = getattr(x.exp(), op)(1, keepdim=keepdim)
+    y.mul_(10)  # recorded in place: y's buffer is the array the node saved
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.sum().backward()
+    assert x.grad is None
+
+
+def test_reduction_output_modified_through_detach_is_caught():
+    x = mt.randn(3, 4, requires_grad=True)
+    y = x.amax(1)
+    y.detach().zero_()
+    with pytest.raises(RuntimeError, match="AmaxBackward.*modified by an in-place operation"):
+        y.sum().backward()
+
+
+def test_a_saved_view_of_an_unrelated_buffer_is_not_flagged():
+    x = mt.randn(3, 4, requires_grad=True)
+    y = x.amax(1)
+    other = mt.randn(3)
+    other.mul_(2)  # another buffer: nothing to do with the graph
+    y.sum().backward()
+    assert x.grad is not None

@@ -66,6 +66,7 @@ from minigrad.nn.functional._utils import (
     pair,
 )
 from minigrad.tensor import Function, ShapeError, Tensor, array_module
+from minigrad.tensor.hooks import report_temporary
 from minigrad.tensor.grad_rules import product
 
 __all__ = [
@@ -187,9 +188,10 @@ def weight_gradient(grad, cols, g=None):
     if cols.flags.f_contiguous and not cols.flags.c_contiguous and grad.flags.c_contiguous:
         P = Ho * Wo
         per_image = product(grad.reshape(N, O, P), cols.T.reshape(-1, N, P).transpose(1, 2, 0))  # (N, O, K)
-        return per_image.sum(axis=0)
+        report_temporary(per_image)
+        return report_temporary(per_image.sum(axis=0))
     g = output_rows(grad) if g is None else g
-    return product(cols.T, g).T  # computed as (cols.T @ g).T, the order BLAS runs faster
+    return report_temporary(product(cols.T, g).T)  # computed as (cols.T @ g).T, the order BLAS runs faster
 
 
 def bias_gradient(grad):
@@ -221,14 +223,14 @@ def cols_gradient(grad, weight, g=None):
     if taps_first(C, Wo):
         w2 = weight.transpose(0, 2, 3, 1).reshape(O, kh * kw * C)
         if grad.flags.c_contiguous:
-            d = product(w2.T, grad.reshape(N, O, Ho * Wo))  # (N, kh*kw*C, Ho*Wo)
+            d = report_temporary(product(w2.T, grad.reshape(N, O, Ho * Wo)))  # (N, kh*kw*C, Ho*Wo)
             return d.reshape(N, kh, kw, C, Ho, Wo).transpose(0, 4, 5, 1, 2, 3)
         g = output_rows(grad) if g is None else g
-        d = product(w2.T, g.T)  # (kh*kw*C, N*Ho*Wo)
+        d = report_temporary(product(w2.T, g.T))  # (kh*kw*C, N*Ho*Wo)
         return d.reshape(kh, kw, C, N, Ho, Wo).transpose(3, 4, 5, 0, 1, 2)
-    g = output_rows(grad) if g is None else g
+    g = report_temporary(output_rows(grad) if g is None else g)
     w_taps = weight.transpose(2, 3, 0, 1).reshape(kh * kw, O, C)
-    d = product(g, w_taps)  # (kh*kw, N*Ho*Wo, C)
+    d = report_temporary(product(g, w_taps))  # (kh*kw, N*Ho*Wo, C): kh*kw times the input, the backward's largest
     return d.reshape(kh, kw, N, Ho, Wo, C).transpose(2, 3, 4, 0, 1, 5)
 
 
@@ -242,7 +244,7 @@ class Conv2dFunction(Function):
         O, _, kh, kw = weight.shape
         Ho = conv_output_size(H, kh, stride[0], padding[0], dilation[0])
         Wo = conv_output_size(W, kw, stride[1], padding[1], dilation[1])
-        padded = pad_input(x, padding, channels_last=not taps_first(C, Wo))
+        padded = report_temporary(pad_input(x, padding, channels_last=not taps_first(C, Wo)))  # x itself if no padding
         cols = im2col(padded, (kh, kw), stride, dilation)  # (N*Ho*Wo, kh*kw*C)
         w2 = weight.transpose(0, 2, 3, 1).reshape(O, kh * kw * C)  # taps ordered (i, j, c) like cols
         if cols.flags.c_contiguous:  # window by window: the product is (N, Ho, Wo, O), channels-last
