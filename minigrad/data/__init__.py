@@ -1,4 +1,24 @@
-"""Stage 3 (chapter 05): datasets, the DataLoader, transforms and MNIST."""
+"""Stage 3 (chapter 05): datasets, the DataLoader, transforms and MNIST.
+
+Reading order
+-------------
+The files that carry the chapter's ideas, in the order to read them (518 lines in all):
+
+1. ``dataset.py`` (89 lines): a dataset is ``len()`` plus indexing;
+   ``TensorDataset``, ``Subset``, ``random_split``.
+2. ``loader.py`` (119 lines): :class:`DataLoader` — seeded shuffling, batches,
+   ``default_collate``, the next batches prepared in a background thread.
+3. ``idx.py`` (60 lines): MNIST's IDX file format: a header, then raw bytes.
+4. ``mnist.py`` (165 lines): :class:`MNIST` — find (or download) the four
+   files, check them, serve whole batches by fancy indexing.
+5. ``transforms.py`` (85 lines): ``Normalize``, ``Compose``, and the random
+   crops and shifts used for augmentation.
+
+Extensions (not on the reading path)
+------------------------------------
+- ``download.py`` (100 lines): download from the first working mirror, with a checksum.
+- ``cache.py`` (21 lines): where datasets live (``$MINIGRAD_DATA`` or the user cache).
+"""
 
 from minigrad.data.cache import data_root
 from minigrad.data.dataset import Dataset, Subset, TensorDataset, random_split

@@ -1,11 +1,51 @@
 """Stage 3 (chapters 05-06): neural-network layers on the tensor core, with PyTorch's names.
 
-Chapter 05 (training on MNIST): :class:`Module`, :class:`Parameter`,
-:class:`Sequential`, :class:`Linear`, activations, losses (a fused, stable
-cross-entropy), :mod:`.init`, gradient clipping (:mod:`.utils`), and
-``save``/``load`` for checkpoints.
-Chapter 06 (convolutions): :class:`Conv2d` (im2col), :class:`MaxPool2d`,
-:class:`AvgPool2d`, :class:`BatchNorm2d`, :class:`Dropout`.
+Reading order
+-------------
+The files that carry the chapters' ideas, in the order to read them (2,401 lines in all):
+
+Chapter 05 (training on MNIST):
+
+1. ``parameter.py`` (64 lines): :class:`Parameter`, a leaf tensor a module learns.
+2. ``module.py`` (582 lines): :class:`Module` — attributes registered in
+   ``__setattr__``, ``parameters()``, ``train``/``eval``, ``state_dict`` — and
+   :class:`Sequential`. :class:`ModuleList` and :class:`ModuleDict` at its end
+   are PyTorch-compatibility containers.
+3. ``functional/linear.py`` (88 lines): ``x @ W.T + b`` and its backward.
+4. ``linear.py`` (74 lines): :class:`Linear` and its initial scale; ``Flatten``.
+5. ``init.py`` (154 lines): why the initial scale is ``1 / fan_in``; Kaiming and Xavier.
+6. ``functional/loss.py`` (313 lines): the fused, stable cross-entropy and its
+   backward. ``ignore_index`` and ``label_smoothing`` are PyTorch-compatibility
+   options; NLL, MSE and BCE-with-logits follow.
+7. ``utils.py`` (92 lines): gradient clipping.
+
+Chapter 06 (convolutions):
+
+8. ``functional/conv.py`` (377 lines): convolution as one matrix product —
+   im2col forward, col2im backward. Its two memory orders of the im2col matrix
+   (``taps_first``) and the channels-last paths are speed paths.
+9. ``conv.py`` (146 lines): the :class:`Conv2d`, :class:`MaxPool2d` and :class:`AvgPool2d` layers.
+10. ``functional/pooling.py`` (225 lines): max and average pooling over strided windows.
+11. ``functional/normalization.py`` (130 lines): batch normalisation and its fused backward.
+12. ``normalization.py`` (103 lines): :class:`BatchNorm2d`, running statistics, train vs eval.
+13. ``functional/dropout.py`` (53 lines): dropout and its scale ``1 / (1 - p)``.
+
+Extensions (not on the reading path)
+------------------------------------
+Layers with PyTorch's names and signatures over functions you have read:
+
+- ``activation.py`` (90 lines): ``ReLU``, ``GELU``, ``Softmax``... as modules.
+- ``functional/activation.py`` (58 lines): the activations with ``torch.nn.functional``'s
+  signatures (the maths is in the tensor core; GELU's ``erf`` approximation there).
+- ``loss.py`` (79 lines): the loss functions as modules (``CrossEntropyLoss``...).
+- ``dropout.py`` (36 lines): :class:`Dropout` as a module.
+
+Support:
+
+- ``serialization.py`` (236 lines): ``save``/``load``, checkpoints as ``.npz`` without pickle.
+- ``functional/_utils.py`` (72 lines): argument checks, strided views and the
+  channels-last memory format (a speed path of the convolution and pooling).
+- ``functional/__init__.py`` (34 lines): the index of ``minigrad.nn.functional``.
 
 Typical use, as in PyTorch::
 

@@ -13,18 +13,32 @@ updates. The loop is the same for all of them::
         optimizer.step()
         scheduler.step()
 
-- :class:`Optimizer`: parameter groups, per-parameter state, ``zero_grad``,
-  ``step``, ``add_param_group``, ``state_dict`` / ``load_state_dict``;
-- :class:`SGD` (momentum, Nesterov), :class:`Adam`, :class:`AdamW`,
-  :class:`RMSprop`; the arithmetic of each is a function on arrays in
-  :mod:`.functional` (exercises 5.3 and 5.4);
-- :mod:`.lr_scheduler`: ``StepLR``, ``MultiStepLR``, ``ExponentialLR``,
-  ``CosineAnnealingLR``, ``LinearLR``, ``LambdaLR``, ``SequentialLR``,
-  ``warmup_cosine``;
-- :class:`GradientAccumulator`: the update of a big batch from micro-batches.
-
 Optimizers take any iterable of tensors that require grad (or of
 parameter-group dicts); this stage imports only :mod:`minigrad.tensor`.
+
+Reading order
+-------------
+The files that carry the chapter's ideas, in the order to read them (1,374 lines in all):
+
+1. ``optimizer.py`` (446 lines): :class:`Optimizer` — parameter groups,
+   per-parameter state, ``zero_grad``, ``step``, ``state_dict``. Its registry
+   of update kernels per device type (``register_update_kernel``) is a device
+   extension point.
+2. ``functional.py`` (197 lines): the arithmetic of one step of SGD (momentum,
+   Nesterov) and Adam, as functions on arrays: the chapter's exercises.
+   ``rmsprop_update`` is PyTorch compatibility.
+3. ``sgd.py`` (80 lines): :class:`SGD`, the update wired to the bookkeeping.
+4. ``adam.py`` (121 lines): :class:`Adam` and :class:`AdamW` (L2 vs decoupled weight decay).
+5. ``lr_scheduler.py`` (427 lines): ``LRScheduler``; the chapter uses
+   ``StepLR``, ``CosineAnnealingLR`` and ``warmup_cosine``. ``MultiStepLR``,
+   ``ExponentialLR``, ``LinearLR``, ``LambdaLR`` and ``SequentialLR`` are
+   PyTorch compatibility (``warmup_cosine`` is built on ``LambdaLR``).
+6. ``accumulate.py`` (103 lines): :class:`GradientAccumulator`, the update of a
+   big batch from micro-batches.
+
+Extensions (not on the reading path)
+------------------------------------
+- ``rmsprop.py`` (83 lines): :class:`RMSprop`, for PyTorch compatibility.
 """
 
 from minigrad.optim import functional, lr_scheduler

@@ -1,4 +1,18 @@
-"""Stage 1 (chapters 01-02): a scalar autograd engine and neural nets made of scalars."""
+"""Stage 1 (chapters 01-02): a scalar autograd engine and neural nets made of scalars.
+
+Reading order
+-------------
+The files that carry the chapters' ideas, in the order to read them (493 lines in all):
+
+1. ``engine.py`` (266 lines): ``Value``, the local derivative each op records,
+   the topological order and ``backward()`` (chapter 01).
+2. ``gradcheck.py`` (69 lines): central differences, to check ``backward()`` (chapter 01).
+3. ``nn.py`` (158 lines): ``Neuron``, ``Layer``, ``MLP``, the losses and the SGD step (chapter 02).
+
+Extensions (not on the reading path)
+------------------------------------
+- ``datasets.py`` (49 lines): the two-moons and two-spirals data of chapter 02, generated here.
+"""
 
 from minigrad.scalar.datasets import make_moons, make_spirals
 from minigrad.scalar.engine import Value, dot, topological_order, vsum

@@ -1,17 +1,73 @@
 """Stage 2 (chapters 03-04): the tensor core — n-d arrays on NumPy with reverse-mode autograd.
 
-Chapter 03 (data): :mod:`.strides` (shapes, strides, broadcasting in plain
-Python), :class:`Tensor` views without copies, dtypes, devices.
-Chapter 04 (autograd): :class:`Function` nodes, :mod:`.autograd` (the
-backward pass), :mod:`.grad_rules` (the backward rules with an idea in them:
-``unbroadcast``, matmul, reductions, log_softmax, the graph order; the chapter's
-exercises), ``no_grad``, version counters, ``gradcheck``.
+Reading order
+-------------
+The files that carry the chapters' ideas, in the order to read them (2,458 lines in all):
 
-Extension points for later stages live in :mod:`.backend` (device registry),
-:mod:`.hooks` (allocation observers, dtype policy), :mod:`.cast_cache` (each
-weight cast once per autocast region), :mod:`.saved_tensors`
-(``saved_tensors_hooks``, also as ``graph.saved_tensors_hooks``: pack/unpack
-around what backward keeps, for checkpointing and offloading).
+Chapter 03 (data):
+
+1. ``strides.py`` (202 lines): storage, shape, strides and offset; index to
+   position and back; contiguity; broadcasting, all in plain Python.
+2. ``tensor.py`` (742 lines): the :class:`Tensor` — one backend array plus
+   ``requires_grad``, ``grad_fn``, ``grad`` and the version counter (all set
+   by ``init_tensor``); ``backward``, ``detach``, ``requires_grad_``. Its many
+   operator methods are one-line calls into the ops: skim them.
+3. ``ops_shape.py`` (348 lines): views — a new shape and strides over the
+   same memory (transpose, expand with stride 0, view/reshape) — and their
+   backward, which undoes the shape change.
+
+Chapter 04 (autograd):
+
+4. ``function.py`` (437 lines): :class:`Function` — ``forward``/``backward``,
+   ``save_for_backward`` — and ``Function.apply``, which runs an op and
+   leaves its node in the graph; ``no_grad``.
+5. ``autograd.py`` (161 lines): the backward pass — topological order,
+   gradients added up over the graph, leaves, ``retain_graph``.
+6. ``grad_rules.py`` (214 lines): the backward rules with an idea in them
+   (``unbroadcast``, matmul, sum/mean, log-softmax, the graph order): the
+   chapter's exercises. Its ``product`` (a float16 matmul done in float32) is a
+   speed path.
+7. ``inplace.py`` (210 lines): in-place ops and the version counter that
+   catches a saved tensor modified before backward.
+8. ``gradcheck.py`` (144 lines): backward against finite differences, in float64.
+
+Extensions (not on the reading path)
+------------------------------------
+The op catalogue: every op is a :class:`Function` built as ``function.py``
+shows, its non-trivial rule in ``grad_rules.py``; read one or two (``Mul``,
+``Relu``, ``Sum``), look the rest up when you need them:
+
+- ``ops_elementwise.py`` (591 lines): arithmetic, activations, comparisons.
+  GELU's ``erf`` approximation is there for PyTorch compatibility.
+- ``ops_reduce.py`` (263 lines): sum, mean, max/min, var/std, argmax.
+- ``ops_matmul.py`` (103 lines): ``a @ b`` with 1-D and batched operands.
+- ``ops_nn.py`` (160 lines): softmax, log_softmax, logsumexp (max subtracted
+  first), one_hot, pad.
+- ``ops_index.py`` (152 lines): ``x[key]`` (basic keys give views) and recorded ``x[key] = v``.
+- ``ops_convert.py`` (67 lines): casts, device moves, copies.
+- ``factories.py`` (245 lines): ``tensor``, ``zeros``, ``randn``, ``arange``... with PyTorch's signatures.
+- ``dtypes.py`` (178 lines): the six dtypes and PyTorch's promotion rules (chapter 03, section 9).
+- ``printing.py`` (78 lines): ``repr`` in PyTorch's style.
+- ``rng.py`` (101 lines): one seeded generator per device, ``manual_seed``.
+- ``errors.py`` (30 lines): the error classes and the operand descriptions in messages.
+
+Device and dtype extension points, for the later stages (GPU, memory, mixed
+precision, checkpointing), which plug in here instead of patching the core:
+
+- ``backend.py`` (197 lines): the device registry (NumPy on the CPU, CuPy for ``"cuda"`` later).
+- ``dispatch.py`` (128 lines): a device type's own kernel for an op.
+- ``hooks.py`` (281 lines): allocation observers and the dtype policy (autocast).
+- ``bfloat16_compute.py`` (102 lines): ops on bfloat16 data computed in float32, rounded once.
+- ``cast_cache.py`` (100 lines): each weight cast once per autocast region.
+- ``saved_tensors.py`` (122 lines): ``saved_tensors_hooks``, pack/unpack around
+  what backward keeps (checkpointing, offloading).
+- ``graph.py`` (5 lines): the same hooks under PyTorch's name ``graph.saved_tensors_hooks``.
+- ``strict_backend.py`` (367 lines): a test-only device whose arrays refuse
+  implicit conversion to NumPy, as CuPy's do.
+
+Debugging:
+
+- ``anomaly.py`` (92 lines): ``detect_anomaly`` names the op where NaN or Inf first appears.
 
 Typical use, as in PyTorch::
 

@@ -79,7 +79,7 @@ from minigrad.tensor.dtypes import bfloat16
 from minigrad.tensor.dispatch import OP_IMPLS as _op_impls
 from minigrad.tensor.dispatch import bind_forward as _bind_forward
 from minigrad.tensor.errors import DTypeError, ShapeError, describe
-from minigrad.tensor.tensor import Tensor, VersionCounter
+from minigrad.tensor.tensor import Tensor, VersionCounter, init_tensor
 
 __all__ = [
     "Function", "AccumulateGrad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
@@ -310,26 +310,20 @@ class Function:
             out = np.asarray(out)
         if _anomaly.enabled:
             _anomaly.check_forward(cls.__name__, args, out)
-        # the output tensor (make_tensor, inlined: this is the hottest path of the library)
-        result = _new(Tensor)
-        result._data = out
-        result._device = device
-        result._grad = None
-        result._accum = None
         if ctx.is_view:  # the output reads its input's memory: share the version counter
             base = args[0]
-            result._version_counter = base._version_counter
-            result._base = base if base._base is None else base._base
+            version = base._version_counter
+            if base._base is not None:
+                base = base._base
         else:
-            result._version_counter = VersionCounter()
-            result._base = None
+            version = VersionCounter()
+            base = None
         if record and _GradMode.enabled:
             # the node: which nodes its inputs came from, what it produced, the versions of what it saved
             ctx._parents = tuple(parents)
             ctx.output_shape = out.shape
             ctx.output_dtype = out.dtype
-            result._requires_grad = True
-            result.grad_fn = ctx
+            result = init_tensor(_new(Tensor), out, device, True, ctx, version, base)
             if ctx._saved:
                 ctx._checks = _version_checks(ctx._saved, args, result)
                 if _saved_tensors.stack:
@@ -338,8 +332,7 @@ class Function:
                 ctx._device = device
                 hooks.track_node(ctx, out, device)
         else:
-            result._requires_grad = False
-            result.grad_fn = None
+            result = init_tensor(_new(Tensor), out, device, False, None, version, base)
             if hooks.observers:
                 hooks.track(out, hooks.TEMPORARY, device)
         return result

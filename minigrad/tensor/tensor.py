@@ -64,19 +64,34 @@ class VersionCounter:
 _new = object.__new__
 
 
-def make_tensor(data, device: Device, requires_grad: bool = False, grad_fn=None, version=None, tag=hooks.TENSOR):
-    """Wrap an existing backend array without copying or checking it (the ops' fast path)."""
-    if isinstance(data, np.generic):  # NumPy turns 0-d results into scalars; keep arrays
-        data = np.asarray(data)
-    t = _new(Tensor)
+def init_tensor(t, data, device: Device, requires_grad: bool, grad_fn, version: VersionCounter, base):
+    """Set every field of tensor ``t`` and return it: the one place a Tensor's fields are initialised.
+
+    ``Tensor(...)``, :func:`make_tensor`, ``Function.apply`` (the ops' outputs)
+    and unpickling all come through here, so a new field is added in one place.
+    ``data`` is a backend array on ``device``; ``version`` is shared with every
+    view of the same memory; ``base`` is the tensor whose memory a view reads
+    (``None`` for a tensor that owns its memory). ``grad`` and the leaf's
+    AccumulateGrad node start empty. Positional arguments only, no checks:
+    ``Function.apply`` calls this for every op's output.
+    """
     t._data = data
     t._device = device
     t._requires_grad = requires_grad
     t._grad = None
     t.grad_fn = grad_fn
-    t._version_counter = VersionCounter() if version is None else version
+    t._version_counter = version
     t._accum = None
-    t._base = None
+    t._base = base
+    return t
+
+
+def make_tensor(data, device: Device, requires_grad: bool = False, grad_fn=None, version=None, tag=hooks.TENSOR):
+    """Wrap an existing backend array without copying or checking it (the ops' fast path)."""
+    if isinstance(data, np.generic):  # NumPy turns 0-d results into scalars; keep arrays
+        data = np.asarray(data)
+    t = init_tensor(_new(Tensor), data, device, requires_grad, grad_fn,
+                    VersionCounter() if version is None else version, None)
     if hooks.observers:
         hooks.track(data, tag, device)
     return t
@@ -135,14 +150,7 @@ class Tensor:
         dev = get_default_device() if device is None else as_device(device)
         if dev is not cpu:
             arr = transfer(arr, cpu, dev)
-        self._data = arr
-        self._device = dev
-        self._requires_grad = False
-        self._grad = None
-        self.grad_fn = None
-        self._version_counter = VersionCounter()
-        self._accum = None
-        self._base = None
+        init_tensor(self, arr, dev, False, None, VersionCounter(), None)
         if hooks.observers:
             hooks.track(arr, hooks.TENSOR, dev)
         if requires_grad:
@@ -385,14 +393,9 @@ class Tensor:
     def __setstate__(self, state: dict) -> None:
         dev = as_device(state["device"])
         data = state["data"]
-        self._data = data if dev is cpu else transfer(data, cpu, dev)
-        self._device = dev
-        self._requires_grad = state["requires_grad"]
+        init_tensor(self, data if dev is cpu else transfer(data, cpu, dev), dev, state["requires_grad"], None,
+                    VersionCounter(), None)
         self._grad = state["grad"]
-        self.grad_fn = None
-        self._version_counter = VersionCounter()
-        self._accum = None
-        self._base = None
         if hooks.observers:
             hooks.track(self._data, hooks.TENSOR, dev)
 

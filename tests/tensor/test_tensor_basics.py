@@ -162,6 +162,28 @@ def test_shares_memory():
     assert not mt.shares_memory(x, x.clone())
 
 
+def test_every_way_of_making_a_tensor_sets_every_field():
+    """Tensor(), make_tensor, op outputs, views and unpickling all initialise every slot (through init_tensor)."""
+    import pickle
+
+    fields = [name for name in mt.Tensor.__slots__ if name != "__weakref__"]
+    leaf = mt.Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    plain = mt.ones(2, 2)  # factories wrap their array with make_tensor
+    loss = (leaf * plain).sum()
+    loss.backward()
+    view = leaf.T[0]  # a view of a view: its base is the leaf
+    made = {
+        "Tensor()": leaf, "ones()": plain, "op output": loss, "view": view, "no-grad op": plain + plain,
+        "detach": leaf.detach(), "grad": leaf.grad, "unpickled": pickle.loads(pickle.dumps(leaf)),
+    }
+    for how, t in made.items():
+        missing = [name for name in fields if not hasattr(t, name)]
+        assert not missing, f"{how}: fields never set: {missing}"
+    assert view._base is leaf and view._version_counter is leaf._version_counter
+    assert loss._base is None and loss.grad_fn is not None and loss._accum is None
+    assert made["unpickled"].requires_grad and made["unpickled"]._version_counter is not leaf._version_counter
+
+
 # ----------------------------------------------------------------------------- forward values against NumPy
 
 arrays = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple).flatmap(
