@@ -177,6 +177,18 @@ def test_frames_share_one_geometry_and_are_deterministic():
         stepper.frame(stepper.last_step + 1)
 
 
+def test_graphs_scale_down_to_the_output_width_at_their_natural_aspect_ratio():
+    loss, names = layer()
+    stepper = TensorBackpropStepper(loss, names)
+    for figure in (draw_tensor_graph(loss, names), stepper.frame(0), stepper.static_figure([0, 1])):
+        root = ET.fromstring(figure.svg)
+        style = {k.strip(): v.strip() for k, v in (d.split(":") for d in root.get("style").split(";"))}
+        assert style == {"max-width": "100%", "height": "auto"}  # shrinks to fit, never grows past natural size
+        assert root.get("viewBox") == f"0 0 {root.get('width')} {root.get('height')}"
+        assert float(root.get("width")) == pytest.approx(figure.width)  # the natural size, for <img> and the PNG
+        assert float(root.get("height")) == pytest.approx(figure.height)
+
+
 def test_after_backward_it_needs_retain_graph():
     loss, names = layer()
     loss.backward()

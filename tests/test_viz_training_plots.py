@@ -147,20 +147,47 @@ def test_live_plot_rejects_bad_arguments():
 # ------------------------------------------------------------------ compare_curves
 
 
+def _legend_texts(fig: Figure) -> list[str]:
+    (legend,) = fig.legends
+    return [t.get_text() for t in legend.get_texts()]
+
+
 def test_compare_curves_one_colour_and_legend_entry_per_run():
     runs = {"SGD": _history(2, 5), "Adam": _history(3, 5)}
     fig = compare_curves(runs, title="optimizers")
     assert isinstance(fig, Figure) and len(fig.axes) == 2
     loss_ax, acc_ax = fig.axes
-    assert [t.get_text() for t in loss_ax.get_legend().get_texts()] == ["SGD", "Adam"]
-    assert [t.get_text() for t in acc_ax.get_legend().get_texts()] == ["SGD", "Adam"]
+    assert _legend_texts(fig) == ["SGD", "Adam"]
+    assert loss_ax.get_legend() is None and acc_ax.get_legend() is None  # one legend, for both panels
     assert len(loss_ax.lines) == 4  # raw (faint) and smoothed, per run
     assert acc_ax.get_xlim() == (0.5, 3.5)
     assert list(acc_ax.lines[0].get_ydata()) == pytest.approx([0.55, 0.65])  # test accuracy by default
     train = compare_curves(runs, accuracy="train").axes[1]
     assert list(train.lines[0].get_ydata()) == pytest.approx([0.6, 0.7])
-    no_test = compare_curves({"run": _history(2, 3, test=False)}).axes[1]
-    assert [t.get_text() for t in no_test.get_legend().get_texts()] == ["run (train)"]
+    assert _legend_texts(compare_curves({"run": _history(2, 3, test=False)})) == ["run (train)"]
+
+
+def test_compare_curves_legend_covers_no_curve():
+    # The accuracy curves of chapter 05's comparison: the legend once sat on the lowest one.
+    runs = {}
+    for name, final in (("SGD", 0.93), ("momentum", 0.96), ("Adam", 0.97), ("AdamW", 0.97)):
+        h = History()
+        h.step_losses = [2.0 / (1 + 0.05 * s) for s in range(300)]
+        h.epochs = [EpochRecord(e, 0.5 / e, final - 0.03 / e, 0.1, test_loss=0.4 / e, test_accuracy=final - 0.02 / e)
+                    for e in (1, 2)]
+        runs[name] = h
+    fig = compare_curves(runs)
+    fig.draw_without_rendering()  # runs the layout, which places the legend
+    legends = fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    assert legends
+    for legend in legends:
+        box = legend.get_window_extent()
+        for ax in fig.axes:
+            assert not box.overlaps(ax.get_window_extent()), ax.get_title()
+            for line in ax.lines:
+                x, y = line.get_transform().transform(line.get_xydata()).T
+                inside = (box.x0 <= x) & (x <= box.x1) & (box.y0 <= y) & (y <= box.y1)
+                assert not inside.any(), line.get_label()
 
 
 def test_compare_curves_rejects_bad_input():

@@ -71,12 +71,20 @@ PALETTE: dict[str, tuple[str, str]] = {
 
 # --------------------------------------------------------------------- figure
 
+FIT_TO_WIDTH = "max-width: 100%; height: auto"
+"""Style of every figure's ``<svg>``: shrink to the available width, keeping the aspect ratio."""
+
 
 class SVGFigure:
     """An SVG picture: ``.svg`` is the markup.
 
     Jupyter gets the SVG and, when it can be rendered here, the same picture as
     PNG (``svg_png``): a notebook opened untrusted shows only the PNG.
+
+    The markup keeps its natural ``width`` and ``height`` (what a PNG renderer
+    and an ``<img>`` use) and scales down to the width of the page or widget it
+    sits in (``max-width: 100%`` with the ``viewBox``, height following), so a
+    wide graph is never cut off; it is never scaled up past its natural size.
     """
 
     def __init__(self, body: str, width: float, height: float):
@@ -90,6 +98,7 @@ class SVGFigure:
             "font-family": FONT_FAMILY,
             "font-size": FONT_SIZE,
             "height": self.height,
+            "style": FIT_TO_WIDTH,
             "viewBox": f"0 0 {_num(self.width)} {_num(self.height)}",
             "width": self.width,
             "xmlns": "http://www.w3.org/2000/svg",

@@ -248,7 +248,9 @@ def compare_curves(
 ) -> Figure:
     """Several training runs on the same axes: smoothed loss per step (left), accuracy per epoch (right).
 
-    ``histories`` maps a run's name (the legend) to its ``History``.
+    ``histories`` maps a run's name to its ``History``. One legend for both
+    panels (a run has the same colour in each) sits outside the axes, right of
+    the figure, so it never covers a curve.
     ``accuracy``: ``"test"`` (the default; train accuracy where a run has no
     test numbers) or ``"train"``.
     """
@@ -263,6 +265,7 @@ def compare_curves(
     loss_ax, acc_ax = fig.subplots(1, 2, width_ratios=[1.6, 1.0])
     most_epochs = 1
     positive = True
+    legend_entries = []  # (line, label): one per run, its accuracy line where it has one
     for i, (name, history) in enumerate(histories.items()):
         colour = RUN_COLOURS[i % len(RUN_COLOURS)]
         losses = np.asarray(history.step_losses, dtype=float)
@@ -270,21 +273,26 @@ def compare_curves(
         if len(losses):
             steps = np.arange(1, len(losses) + 1)
             loss_ax.plot(steps, losses, color=colour, linewidth=0.5, alpha=0.2)
-            loss_ax.plot(steps, smooth(losses, smoothing), color=colour, linewidth=1.8, label=name)
+            (smoothed,) = loss_ax.plot(steps, smooth(losses, smoothing), color=colour, linewidth=1.8, label=name)
+            entry = (smoothed, name)
+        else:
+            entry = None
         records = list(history.epochs)
         if records:
             most_epochs = max(most_epochs, len(records))
             use_test = accuracy == "test" and all(r.test_accuracy is not None for r in records)
             values = [r.test_accuracy if use_test else r.train_accuracy for r in records]
-            acc_ax.plot([r.epoch for r in records], values, "o-", color=colour,
-                        label=name if use_test or accuracy == "train" else f"{name} (train)")
+            label = name if use_test or accuracy == "train" else f"{name} (train)"
+            (line,) = acc_ax.plot([r.epoch for r in records], values, "o-", color=colour, label=label)
+            entry = (line, label)
+        if entry is not None:
+            legend_entries.append(entry)
     if log_loss and positive:
         loss_ax.set_yscale("log")
     loss_ax.set_xlabel("step")
     loss_ax.set_ylabel("loss" + (" (log scale)" if loss_ax.get_yscale() == "log" else ""))
     loss_ax.set_title(f"loss per step (smoothed {smoothing:g})")
     loss_ax.grid(alpha=0.3, which="both")
-    loss_ax.legend(loc="upper right", fontsize="small")
     acc_ax.set_xlabel("epoch")
     acc_ax.set_ylabel(f"{accuracy} accuracy")
     acc_ax.set_title(f"{accuracy} accuracy per epoch")
@@ -292,8 +300,9 @@ def compare_curves(
     acc_ax.set_xticks(range(1, most_epochs + 1))
     acc_ax.grid(alpha=0.3)
     acc_ax.yaxis.set_major_formatter(_percent_formatter(acc_ax))
-    if acc_ax.lines:
-        acc_ax.legend(loc="lower right", fontsize="small")
+    if legend_entries:
+        lines, labels = zip(*legend_entries)
+        fig.legend(lines, labels, loc="outside right upper", fontsize="small")
     fig.suptitle(title)
     return fig
 
