@@ -148,19 +148,21 @@ def _adam_run(learner, gen, steps=6, **options):
         _close(after["v"], ref.v, f"{what}: exp_avg_sq (updated in place)")
 
 
-def _adam_case(case: int):
-    @exercise("5.3")
-    def check(learner, rng):
-        gen = _np(rng)
-        for _ in range(3):
-            _adam_run(learner, gen, **ADAM_CASES[case])
+def _step_by_step_checks(exercise_id: str, name: str, cases: list, run) -> None:
+    """One check per hyperparameter case: three fresh runs of ``run`` compared with the formulas step by step."""
+    for number, options in enumerate(cases):
 
-    check.__name__ = f"test_adam_matches_the_formulas_step_by_step[{'-'.join(ADAM_CASES[case]) or 'plain'}]"
-    return check
+        @exercise(exercise_id)
+        def check(learner, rng, options=options):
+            gen = _np(rng)
+            for _ in range(3):
+                run(learner, gen, **options)
+
+        check.__name__ = f"test_{name}_matches_the_formulas_step_by_step[{'-'.join(options) or 'plain'}]"
+        globals()[f"check_{name}_case_{number}"] = check
 
 
-for _case in range(len(ADAM_CASES)):
-    globals()[f"check_adam_case_{_case}"] = _adam_case(_case)
+_step_by_step_checks("5.3", "adam", ADAM_CASES, _adam_run)
 
 
 @exercise("5.3")
@@ -261,19 +263,7 @@ def _sgd_run(learner, gen, steps=6, **options):
             assert after["returned"] is None, f"{what}: without momentum there is no buffer: return None"
 
 
-def _sgd_case(case: int):
-    @exercise("5.4")
-    def check(learner, rng):
-        gen = _np(rng)
-        for _ in range(3):
-            _sgd_run(learner, gen, **SGD_CASES[case])
-
-    check.__name__ = f"test_sgd_matches_the_formulas_step_by_step[{'-'.join(SGD_CASES[case]) or 'plain'}]"
-    return check
-
-
-for _case in range(len(SGD_CASES)):
-    globals()[f"check_sgd_case_{_case}"] = _sgd_case(_case)
+_step_by_step_checks("5.4", "sgd", SGD_CASES, _sgd_run)
 
 
 @exercise("5.4")
