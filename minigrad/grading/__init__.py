@@ -5,6 +5,7 @@ In a notebook::
     from minigrad.grading import grade, load_exercise
     grade("01")                      # grade exercises/01_*.py, print the table
     MyValue = load_exercise("01").Value   # run the chapter's demos with your own Value
+    try_my_code("04", demo)          # run a demo with your exercise functions plugged in
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from minigrad.grading.loader import find_exercise_file, load_exercise
 from minigrad.grading.manifest import chapter, chapters
 from minigrad.grading.report import gradescope, table, write_gradescope
 from minigrad.grading.runner import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, PartResult, grade_part, resolve_files
+from minigrad.grading.try_mine import try_my_code
 from minigrad.grading.use import use_exercise
 
-__all__ = ["grade", "load_exercise", "use_exercise", "find_exercise_file", "chapter", "chapters", "table", "gradescope"]
+__all__ = [
+    "grade", "load_exercise", "use_exercise", "try_my_code", "find_exercise_file", "chapter", "chapters", "table", "gradescope",
+]
 
 
 def grade(
