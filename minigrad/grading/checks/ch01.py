@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from minigrad.grading.checks._graph_order import assert_order, number_graph, order_answer
 from minigrad.grading.probing import exercise, probe, sequence
 from minigrad.grading.recursion import require_iterative
 
@@ -37,25 +38,13 @@ EXPRESSIONS = {
 }
 
 
-def _graph_of(root):
-    """(nodes, children): every node reachable from ``root`` in breadth-first order, children as indices.
+def _children(value):
+    return sequence(value._children, "Value._children")
 
-    Runs on both sides (the learner's Value in the child, the library's here), so equal graphs number
-    their nodes alike. Nodes are told apart by identity, never by ``==`` or ``hash``.
-    """
-    nodes, index = [root], {id(root): 0}
-    children = []
-    i = 0
-    while i < len(nodes):
-        row = []
-        for child in sequence(nodes[i]._children, "Value._children"):
-            if id(child) not in index:
-                index[id(child)] = len(nodes)
-                nodes.append(child)
-            row.append(index[id(child)])
-        children.append(row)
-        i += 1
-    return nodes, children
+
+def _graph_of(root):
+    """(nodes, children) of a Value graph, numbered alike on both sides (see ``_graph_order``)."""
+    return number_graph(root, _children)
 
 
 @probe
@@ -235,11 +224,7 @@ def _chain(V, length):
 
 
 def _answer_order(root, order):
-    """The learner's order as indices of ``_graph_of(root)`` (-1: an object that is not a node of the graph)."""
-    nodes, children = _graph_of(root)
-    index = {id(n): i for i, n in enumerate(nodes)}
-    order = sequence(order, "topological_order's result")
-    return {"children": children, "order": np.array([index.get(id(n), -1) for n in order], dtype=np.int64)}
+    return order_answer(root, order, _children, "children")
 
 
 @probe
@@ -260,16 +245,7 @@ def assert_topological(answer, expected_children, what=""):
         f"{what}the graph of your Values differs from the library's for the same expression "
         f"(+, relu and sigmoid are given code: keep their _children as they were)"
     )
-    order = answer["order"].tolist()
-    n = len(expected_children)
-    assert -1 not in order, f"{what}the order holds objects that are not nodes of the graph"
-    assert len(order) == len(set(order)), f"{what}a node appears more than once"
-    assert set(order) == set(range(n)), f"{what}the order must hold exactly the nodes reachable from the root"
-    position = {node: i for i, node in enumerate(order)}
-    for node in order:
-        for child in expected_children[node]:
-            assert position[child] < position[node], f"{what}a node is listed before one of its children"
-    assert order[-1] == 0, f"{what}the root must come last"
+    assert_order(answer["order"].tolist(), expected_children, what, "children")
 
 
 @exercise("1.4")

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.grading.checks._graph_order import assert_order, number_graph, order_answer
 from minigrad.grading.checks._tensors import analytic as _analytic
-from minigrad.grading.probing import exercise, probe, sequence
+from minigrad.grading.probing import exercise, probe
 from minigrad.grading.recursion import require_iterative
 
 # ---------------------------------------------------------------- helpers
@@ -452,30 +453,17 @@ def _chain(length):
     return y.grad_fn
 
 
-def _graph_of(root):
-    """(nodes, parents): the nodes reachable from ``root`` breadth-first, each one's truthy parents as indices.
+def _parents(node):
+    return [parent for parent in node._parents if parent]
 
-    Runs on both sides (the child's graph, the reference graph here); nodes are told apart by identity.
-    """
-    nodes, index, parents, i = [root], {id(root): 0}, [], 0
-    while i < len(nodes):
-        row = []
-        for parent in nodes[i]._parents:
-            if parent:
-                if id(parent) not in index:
-                    index[id(parent)] = len(nodes)
-                    nodes.append(parent)
-                row.append(index[id(parent)])
-        parents.append(row)
-        i += 1
-    return nodes, parents
+
+def _graph_of(root):
+    """(nodes, parents): the nodes reachable from ``root``, each one's truthy parents as indices (see ``_graph_order``)."""
+    return number_graph(root, _parents)
 
 
 def _answer_order(root, order):
-    nodes, parents = _graph_of(root)
-    index = {id(n): i for i, n in enumerate(nodes)}
-    order = sequence(order, "topological_order's result")
-    return {"parents": parents, "order": np.array([index.get(id(n), -1) for n in order], dtype=np.int64)}
+    return order_answer(root, order, _parents, "parents")
 
 
 @probe
@@ -504,18 +492,8 @@ def _assert_topological(answer, expected_parents, what=""):
     assert answer["parents"] == expected_parents, (
         f"{what}the graph differs from the library's for the same ops (the child's ops are the library's)"
     )
-    order = answer["order"].tolist()
-    n = len(expected_parents)
-    assert -1 not in order, f"{what}the order holds objects that are not nodes of the graph"
-    assert len(order) == len(set(order)), f"{what}a node appears more than once"
-    assert set(order) == set(range(n)), (
-        f"{what}the order must hold exactly the nodes reachable from the root (skip falsy parents: None, NOT_A_TENSOR)"
-    )
-    position = {node: i for i, node in enumerate(order)}
-    for node in order:
-        for parent in expected_parents[node]:
-            assert position[parent] < position[node], f"{what}a node is listed before one of its inputs"
-    assert order[-1] == 0, f"{what}the root must come last"
+    assert_order(answer["order"].tolist(), expected_parents, what, "inputs",
+                 " (skip falsy parents: None, NOT_A_TENSOR)")
 
 
 @exercise("4.5")
