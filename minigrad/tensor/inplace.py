@@ -24,30 +24,18 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad.tensor import saved_tensors as _saved_tensors
-from minigrad.tensor.backend import DeviceError, transfer
+from minigrad.tensor.backend import transfer
 from minigrad.tensor.dtypes import is_floating_point
-from minigrad.tensor.hooks import _root
-from minigrad.tensor.errors import DTypeError, ShapeError, describe
+from minigrad.tensor.errors import DTypeError, ShapeError
 from minigrad.tensor.function import _GradMode
+from minigrad.tensor.hooks import _root
+from minigrad.tensor.inplace_writes import operand_data, write_error
 from minigrad.tensor.ops_convert import cast
 from minigrad.tensor.ops_elementwise import Add, Div, Mul, Sub, _as_operand
 from minigrad.tensor.ops_index import SetItem, normalize_key
 from minigrad.tensor.tensor import Tensor, VersionCounter, make_tensor
 
 __all__ = ["add_", "sub_", "mul_", "div_", "fill_", "copy_", "setitem_"]
-
-
-def _operand_data(t: Tensor, other, op: str):
-    """``other`` as something NumPy can combine with ``t``'s data: a number or an array on t's device."""
-    if isinstance(other, Tensor):
-        if other._device is not t._device:
-            raise DeviceError(
-                f"{op}: the tensor is on {t.device} but the other operand is on {other.device}; "
-                f"move it with .to('{t.device}')"
-            )
-        return other._data
-    other = _as_operand(other, t, op)
-    return other._data if isinstance(other, Tensor) else other
 
 
 def _recording(t: Tensor, other) -> bool:
@@ -67,23 +55,6 @@ def _check_can_record(t: Tensor, op: str) -> None:
             f"place while autograd records is not supported by minigrad. Clone it first (v = v.clone()), "
             f"or write into the base tensor, or do the update inside `with no_grad():`"
         )
-
-
-def _write_error(t: Tensor, other, op: str, exc: Exception) -> Exception:
-    if "read-only" in str(exc):
-        return RuntimeError(
-            f"{op}: cannot write into this tensor (shape {t.shape}, strides {t.strides}): it is an expanded "
-            f"view in which several elements share one memory location. Use .contiguous() or .clone() first"
-        )
-    if isinstance(exc, TypeError):
-        return DTypeError(
-            f"{op}: the result cannot be stored in place in the {t.dtype} tensor (other operand: "
-            f"{describe(other)}); use an out-of-place op (x = x + y) or convert the tensor first (.float())"
-        )
-    return ShapeError(
-        f"{op}: an in-place op cannot change the tensor's shape {t.shape}; the other operand "
-        f"{describe(other)} must broadcast to it ({exc})"
-    )
 
 
 def _bump(t: Tensor) -> Tensor:
@@ -108,7 +79,7 @@ def _rebase(t: Tensor, result: Tensor, op: str) -> Tensor:
     try:
         t._data[...] = result._data
     except (TypeError, ValueError) as exc:
-        raise _write_error(t, result, op, exc) from None
+        raise write_error(t, result, op, exc) from None
     t.grad_fn = node
     t._requires_grad = result._requires_grad
     return _bump(t)
@@ -127,14 +98,6 @@ def _alias(t: Tensor) -> Tensor:
 
 def _binary_(t: Tensor, other, fn_cls, ufunc, op: str, alpha=1) -> Tensor:
     """``t = t (op) (alpha * other)`` in place; recorded as ``fn_cls`` when autograd is recording."""
-    if not _GradMode.enabled and type(other) is Tensor and other._device is t._device:  # optimizer steps
-        data = other._data if alpha == 1 else other._data * alpha
-        try:
-            ufunc(t._data, data, out=t._data)
-        except (TypeError, ValueError) as exc:
-            raise _write_error(t, other, op, exc) from None
-        t._version_counter.value += 1
-        return t
     if _recording(t, other):
         _check_can_record(t, op)
         if not isinstance(other, Tensor):
@@ -144,15 +107,14 @@ def _binary_(t: Tensor, other, fn_cls, ufunc, op: str, alpha=1) -> Tensor:
         if isinstance(other, Tensor) and other._data.dtype != t._data.dtype:
             other = cast(other, t._data.dtype)
         return _rebase(t, fn_cls.apply(_alias(t), other), op)
-    data = _operand_data(t, other, op)
+    data = operand_data(t, other, op)
     if alpha != 1:
         data = data * alpha
     try:
         ufunc(t._data, data, out=t._data)
     except (TypeError, ValueError) as exc:
-        raise _write_error(t, other, op, exc) from None
-    t._version_counter.value += 1
-    return t
+        raise write_error(t, other, op, exc) from None
+    return _bump(t)
 
 
 def add_(t: Tensor, other, alpha=1) -> Tensor:
@@ -186,13 +148,13 @@ def setitem_(t: Tensor, key, value) -> None:
             value = cast(value, t._data.dtype)
         _rebase(t, SetItem.apply(_alias(t), value, nkey, kind), "setitem")
         return
-    data = _operand_data(t, value, "setitem")
+    data = operand_data(t, value, "setitem")
     try:
         t._data[nkey] = data
     except IndexError as exc:
         raise IndexError(f"setitem: {exc}; tensor of shape {t.shape}") from None
     except (TypeError, ValueError) as exc:
-        raise _write_error(t, value, "setitem", exc) from None
+        raise write_error(t, value, "setitem", exc) from None
     _bump(t)
 
 
