@@ -2,13 +2,13 @@
 
 Reading order
 -------------
-The files that carry the chapters' ideas, in the order to read them (1,549 lines in all):
+The files that carry the chapters' ideas, in the order to read them (1,544 lines in all):
 
 Chapter 03 (data):
 
 1. ``strides.py`` (202 lines): storage, shape, strides and offset; index to
    position and back; contiguity; broadcasting, all in plain Python.
-2. ``tensor.py`` (210 lines): the :class:`Tensor` — one backend array plus
+2. ``tensor.py`` (207 lines): the :class:`Tensor` — one backend array plus
    ``requires_grad``, ``grad_fn``, ``grad`` and the version counter (all set
    by ``init_tensor``); ``backward``, ``detach``, ``requires_grad_``.
 3. ``ops_shape.py`` (169 lines): views — a new shape and strides over the
@@ -17,7 +17,7 @@ Chapter 03 (data):
 
 Chapter 04 (autograd):
 
-4. ``function.py`` (306 lines): :class:`Function` — ``forward``/``backward``,
+4. ``function.py`` (304 lines): :class:`Function` — ``forward``/``backward``,
    ``save_for_backward`` — and ``Function.apply``, which runs an op and
    leaves its node in the graph; ``no_grad``.
 5. ``autograd.py`` (161 lines): the backward pass — topological order,

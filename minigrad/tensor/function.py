@@ -61,9 +61,7 @@ from minigrad.tensor.errors import DTypeError, ShapeError
 from minigrad.tensor.tensor import Tensor, VersionCounter, init_tensor
 from minigrad.tensor.version_checks import freed_error, modified_error, version_checks
 
-__all__ = [
-    "Function", "AccumulateGrad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-]
+__all__ = ["Function", "AccumulateGrad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
 
 
 class _GradMode:

@@ -48,13 +48,10 @@ _new = object.__new__
 def init_tensor(t, data, device: Device, requires_grad: bool, grad_fn, version: VersionCounter, base):
     """Set every field of tensor ``t`` and return it: the one place a Tensor's fields are initialised.
 
-    ``Tensor(...)``, :func:`make_tensor`, ``Function.apply`` (the ops' outputs)
-    and unpickling all come through here, so a new field is added in one place.
-    ``data`` is a backend array on ``device``; ``version`` is shared with every
-    view of the same memory; ``base`` is the tensor whose memory a view reads
-    (``None`` for a tensor that owns its memory). ``grad`` and the leaf's
-    AccumulateGrad node start empty. Positional arguments only, no checks:
-    ``Function.apply`` calls this for every op's output.
+    ``Tensor(...)``, :func:`make_tensor`, ``Function.apply`` and unpickling all
+    come through here. ``version`` is shared with every view of the same memory;
+    ``base`` is the tensor whose memory a view reads (``None`` if it owns its
+    memory). No checks: ``Function.apply`` calls this for every op's output.
     """
     t._data = data
     t._device = device
