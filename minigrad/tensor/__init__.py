@@ -2,7 +2,7 @@
 
 Reading order
 -------------
-The files that carry the chapters' ideas, in the order to read them (1,544 lines in all):
+The files that carry the chapters' ideas, in the order to read them (1,500 lines in all):
 
 Chapter 03 (data):
 
@@ -17,7 +17,7 @@ Chapter 03 (data):
 
 Chapter 04 (autograd):
 
-4. ``function.py`` (304 lines): :class:`Function` — ``forward``/``backward``,
+4. ``function.py`` (295 lines): :class:`Function` — ``forward``/``backward``,
    ``save_for_backward`` — and ``Function.apply``, which runs an op and
    leaves its node in the graph; ``no_grad``.
 5. ``autograd.py`` (161 lines): the backward pass — topological order,
@@ -26,7 +26,7 @@ Chapter 04 (autograd):
    (``unbroadcast``, matmul, sum/mean, log-softmax, the graph order): the
    chapter's exercises. Its ``product`` (a float16 matmul done in float32) is a
    speed path.
-7. ``inplace.py`` (172 lines): in-place ops and the version counter that
+7. ``inplace.py`` (137 lines): in-place ops and the version counter that
    catches a saved tensor modified before backward.
 8. ``gradcheck.py`` (115 lines): backward against finite differences, in float64.
 
@@ -34,7 +34,7 @@ Extensions (not on the reading path)
 ------------------------------------
 The Tensor's methods and the helpers of the core, each named for what it does:
 
-- ``tensor_methods.py`` (541 lines): the operator, reduction, shape and
+- ``tensor_methods.py`` (546 lines): the operator, reduction, shape and
   conversion methods (``x + y``, ``x.sum()``, ``x.view(...)``, ``x.to(...)``),
   each a one-line call into an op; ``Tensor`` inherits them.
 - ``from_data.py`` (51 lines): Python data (nested lists, numbers, arrays) to an array: the rules of ``tensor()``.
@@ -42,6 +42,7 @@ The Tensor's methods and the helpers of the core, each named for what it does:
 - ``version_checks.py`` (65 lines): which saved arrays backward checks against which version counters.
 - ``dtype_policy_casts.py`` (30 lines): an op's arguments cast as the dtype policy (autocast) asks.
 - ``shape_args.py`` (42 lines): size arguments of the shape ops, ``-1`` inferred.
+- ``inplace_index.py`` (53 lines): ``x[key] = v``, ``fill_``, ``zero_``, ``copy_``, by ``inplace.py``'s rules.
 - ``inplace_writes.py`` (46 lines): writing into memory unrecorded, and NumPy's refusals as clear errors.
 - ``gradcheck_result.py`` (35 lines): what ``gradcheck`` reports, and its error.
 

@@ -14,29 +14,20 @@ An op is a subclass of :class:`Function` with two methods::
     y = Mul.apply(x, w)                    # tensors in, tensor out
 
 ``apply`` unwraps the tensors, runs ``forward`` on their arrays and wraps the
-result. When autograd is recording (some input requires grad and we are not
-inside ``no_grad()``), the ``ctx`` that ``forward`` filled in becomes the
-output's ``grad_fn``: a node of the graph that ``backward()`` walks. A node
-has ``name`` (``"MulBackward"``), ``op`` (``"mul"``), ``output_shape`` /
-``output_dtype``, ``saved_tensors`` and, as in PyTorch, ``next_functions``:
-one ``(parent, 0)`` pair per tensor input, ``parent`` being the input's
-``grad_fn``, the :class:`AccumulateGrad` node of a leaf that requires grad
-(its ``variable`` is the leaf), or ``None`` when no gradient flows there.
-The graph keeps only what ``save_for_backward`` kept, not the ops' outputs.
+result. When autograd is recording (some input requires grad, not inside
+``no_grad()``), the ``ctx`` that ``forward`` filled in becomes the output's
+``grad_fn``: a graph node with ``name`` (``"MulBackward"``), ``op``
+(``"mul"``), ``output_shape``, ``saved_tensors`` and, as in PyTorch,
+``next_functions``: one ``(parent, 0)`` per tensor input, ``parent`` being the
+input's ``grad_fn``, the :class:`AccumulateGrad` node of a leaf that requires
+grad, or ``None``. The graph keeps what ``save_for_backward`` kept, not outputs.
 
-Deviations from PyTorch, on purpose: ``forward``/``backward`` see backend
-arrays (NumPy/CuPy), not Tensors (no higher-order gradients), so
-``saved_tensors`` holds arrays. ``backward`` returns one gradient per argument
-of ``forward`` (``None`` for plain arguments and for inputs that need none:
-``ctx.needs_input_grad``), never modifies ``grad`` in place and never returns
-an array it saved (it may become a leaf's ``.grad``).
-
-**Saved tensors and versions.** ``save_for_backward`` records the versions of
-the inputs/outputs whose memory the saved arrays use (:mod:`.version_checks`);
-reading ``ctx.saved_tensors`` after an in-place op changed one raises an error
-naming the node. ``backward()`` frees the saved arrays (unless
-``retain_graph=True``), so a second backward through the same nodes raises.
-Errors in ``forward`` name the op and its operands (:mod:`.op_errors`).
+Unlike PyTorch, ``forward``/``backward`` see backend arrays, not Tensors (no
+higher-order gradients). ``backward`` returns one gradient per argument of
+``forward`` (``None`` for plain arguments and where ``ctx.needs_input_grad``
+is False), never modifies ``grad`` in place and never returns an array it saved.
+Reading ``ctx.saved_tensors`` raises if an in-place op changed a saved tensor
+(:mod:`.version_checks`) or a first ``backward()`` freed them (no ``retain_graph``).
 """
 
 from __future__ import annotations

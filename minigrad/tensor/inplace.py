@@ -1,4 +1,4 @@
-"""In-place ops (``add_``, ``mul_``, ``zero_``, ``x += y``, ``x[i] = v``) and the version counter.
+"""In-place ops (``add_``, ``mul_``, ``x += y``) and the version counter.
 
 An in-place op writes into the tensor's existing memory instead of making a new
 tensor. That saves memory (optimizers update parameters this way), but it is
@@ -17,6 +17,8 @@ Rules, as in PyTorch:
   (its value is what the gradient is *for*); wrap the update in ``no_grad()``;
 - minigrad refuses recorded in-place changes to a *view* of a tensor (PyTorch
   rewrites the base's graph; we keep the core small): clone the view first.
+
+``x[key] = v``, ``fill_``/``zero_`` and ``copy_`` follow the same rules (``inplace_index.py``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad.tensor import saved_tensors as _saved_tensors
-from minigrad.tensor.backend import transfer
 from minigrad.tensor.dtypes import is_floating_point
 from minigrad.tensor.errors import DTypeError, ShapeError
 from minigrad.tensor.function import _GradMode
@@ -32,10 +33,9 @@ from minigrad.tensor.hooks import _root
 from minigrad.tensor.inplace_writes import operand_data, write_error
 from minigrad.tensor.ops_convert import cast
 from minigrad.tensor.ops_elementwise import Add, Div, Mul, Sub, _as_operand
-from minigrad.tensor.ops_index import SetItem, normalize_key
 from minigrad.tensor.tensor import Tensor, VersionCounter, make_tensor
 
-__all__ = ["add_", "sub_", "mul_", "div_", "fill_", "copy_", "setitem_"]
+__all__ = ["add_", "sub_", "mul_", "div_"]
 
 
 def _recording(t: Tensor, other) -> bool:
@@ -135,38 +135,3 @@ def div_(t: Tensor, other) -> Tensor:
     if not is_floating_point(t._data.dtype):
         raise DTypeError(f"div_: true division of the {t.dtype} tensor cannot be stored in place; use x = x / y")
     return _binary_(t, other, Div, np.true_divide, "div_")
-
-
-def setitem_(t: Tensor, key, value) -> None:
-    """``t[key] = value``: writes into t's memory; recorded by autograd when needed."""
-    nkey, kind = normalize_key(t, key, "setitem")
-    if _recording(t, value):
-        _check_can_record(t, "setitem")
-        if not isinstance(value, Tensor):
-            value = _as_operand(value, t, "setitem")
-        if isinstance(value, Tensor) and value._data.dtype != t._data.dtype:
-            value = cast(value, t._data.dtype)
-        _rebase(t, SetItem.apply(_alias(t), value, nkey, kind), "setitem")
-        return
-    data = operand_data(t, value, "setitem")
-    try:
-        t._data[nkey] = data
-    except IndexError as exc:
-        raise IndexError(f"setitem: {exc}; tensor of shape {t.shape}") from None
-    except (TypeError, ValueError) as exc:
-        raise write_error(t, value, "setitem", exc) from None
-    _bump(t)
-
-
-def fill_(t: Tensor, value) -> Tensor:
-    """Set every element to ``value`` (``zero_()`` is ``fill_(0)``)."""
-    setitem_(t, Ellipsis, value)
-    return t
-
-
-def copy_(t: Tensor, src) -> Tensor:
-    """Copy ``src``'s values into ``t`` (broadcasting, converting dtype, and moving across devices)."""
-    if isinstance(src, Tensor) and src._device is not t._device:
-        src = make_tensor(transfer(src._data, src._device, t._device), t._device) if not src._requires_grad else src.to(t._device)
-    setitem_(t, Ellipsis, src)
-    return t

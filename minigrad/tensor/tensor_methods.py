@@ -11,6 +11,7 @@ the class exists: ``tensor.py`` calls :func:`bind_ops` on its last line.
 
 from __future__ import annotations
 
+import sys
 from collections import namedtuple
 
 import numpy as np
@@ -25,14 +26,17 @@ __all__ = ["TensorMethods", "ReduceResult", "parse_to_args", "shares_memory", "b
 ReduceResult = namedtuple("ReduceResult", "values indices")
 ReduceResult.__doc__ = "What ``x.max(dim)`` / ``x.min(dim)`` return: the values and their indices (as ``torch.return_types.max``)."
 
-# the op modules and tensor.py, bound by bind_ops() once Tensor exists
-_core = _printing = _inplace = _convert = _ew = _index = _mm = _nn = _red = _shape = _squeeze = _join = None
+# the modules the methods call, bound by bind_ops() once Tensor exists
+_core = _printing = _convert = _inplace = _inplace_index = None
+_ew = _index = _join = _mm = _nn = _red = _shape = _squeeze = None
 
 
 def bind_ops() -> None:
     """Import the modules the methods call; ``tensor.py`` runs this right after defining ``Tensor``."""
-    global _core, _printing, _inplace, _convert, _ew, _index, _mm, _nn, _red, _shape, _squeeze, _join
+    global _core, _printing, _convert, _inplace, _inplace_index
+    global _ew, _index, _join, _mm, _nn, _red, _shape, _squeeze
     from minigrad.tensor import inplace as _inplace
+    from minigrad.tensor import inplace_index as _inplace_index
     from minigrad.tensor import ops_convert as _convert
     from minigrad.tensor import ops_elementwise as _ew
     from minigrad.tensor import ops_index as _index
@@ -43,7 +47,8 @@ def bind_ops() -> None:
     from minigrad.tensor import ops_shape as _shape
     from minigrad.tensor import ops_squeeze as _squeeze
     from minigrad.tensor import printing as _printing
-    from minigrad.tensor import tensor as _core
+
+    _core = sys.modules["minigrad.tensor.tensor"]  # by its full name: the package's ``tensor`` is the factory
 
 
 def parse_to_args(args, device=None, dtype=None):
@@ -486,7 +491,7 @@ class TensorMethods:
         return _index.getitem(self, key)
 
     def __setitem__(self, key, value):
-        _inplace.setitem_(self, key, value)
+        _inplace_index.setitem_(self, key, value)
 
     # ------------------------------------------------------------------ in-place ops
 
@@ -503,13 +508,13 @@ class TensorMethods:
         return _inplace.div_(self, other)
 
     def zero_(self):
-        return _inplace.fill_(self, 0)
+        return _inplace_index.fill_(self, 0)
 
     def fill_(self, value):
-        return _inplace.fill_(self, value)
+        return _inplace_index.fill_(self, value)
 
     def copy_(self, src):
-        return _inplace.copy_(self, src)
+        return _inplace_index.copy_(self, src)
 
     def __iadd__(self, other):
         return _inplace.add_(self, other)
