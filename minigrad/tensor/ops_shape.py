@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from minigrad.tensor import grad_rules
+from minigrad.tensor import grad_rules, strided_arrays, strides
 from minigrad.tensor.backend import array_module
 from minigrad.tensor.dtypes import promote_types
 from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import Function
 from minigrad.tensor.ops_convert import cast
-from minigrad.tensor.strides import numel, permute_strides, view_strides
+from minigrad.tensor.strides import numel
 from minigrad.tensor.tensor import Tensor
 
 __all__ = [
@@ -76,13 +76,9 @@ class Reshape(Function):
 class View(Function):
     is_view = True
 
-    def forward(ctx, a, shape, strides):
+    def forward(ctx, a, shape, new_strides):
         ctx.input_shape = a.shape
-        out = a.reshape(shape)
-        if out.base is None or not (out.base is a or out.base is a.base):  # NumPy copied: build the view by hand
-            item = a.itemsize
-            out = array_module(a).lib.stride_tricks.as_strided(a, shape, tuple(s * item for s in strides))
-        return out
+        return strided_arrays.viewed(a, shape, new_strides)
 
     def backward(ctx, grad):
         return grad.reshape(ctx.input_shape), None, None
@@ -101,7 +97,7 @@ class Permute(Function):
 
     def forward(ctx, a, dims):
         ctx.dims = dims
-        return a.transpose(dims)
+        return strided_arrays.permuted(a, dims)
 
     def backward(ctx, grad):
         inverse = [0] * len(ctx.dims)  # the permutation that undoes dims
@@ -115,7 +111,7 @@ class Expand(Function):
 
     def forward(ctx, a, shape):
         ctx.input_shape = a.shape
-        return array_module(a).broadcast_to(a, shape)
+        return strided_arrays.expanded(a, shape)
 
     def backward(ctx, grad):
         return grad_rules.unbroadcast(grad, ctx.input_shape), None
@@ -123,7 +119,7 @@ class Expand(Function):
 
 class Contiguous(Function):
     def forward(ctx, a):
-        return array_module(a).ascontiguousarray(a)
+        return strided_arrays.contiguous_copy(a)
 
     def backward(ctx, grad):
         return grad
@@ -163,15 +159,15 @@ def reshape(x: Tensor, *shape) -> Tensor:
 def view(x: Tensor, *shape) -> Tensor:
     """Like reshape but never copies; raises when the memory layout does not allow a view."""
     shape = _infer_shape(_sizes(shape, "view"), x, "view")
-    strides = view_strides(x._data.shape, x.strides, shape)
-    if strides is None:
+    new_strides = strides.view_strides(x._data.shape, x.strides, shape)
+    if new_strides is None:
         raise ShapeError(
             f"view: cannot view a tensor of shape {x.shape} with strides {x.strides} as {shape} "
             f"without copying: its elements are not laid out contiguously in memory (e.g. after "
             f".T, permute or slicing). Use .reshape{shape} (copies when needed) or "
             f".contiguous().view{shape}"
         )
-    return View.apply(x, shape, strides)
+    return View.apply(x, shape, new_strides)
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -188,7 +184,7 @@ def permute(x: Tensor, *dims) -> Tensor:
     """Reorder the dimensions: result dimension i is input dimension dims[i] (a view)."""
     dims = _sizes(dims, "permute")
     ndim = x._data.ndim
-    permute_strides(x._data.shape, x._data.strides, dims)  # validates dims, with a clear error
+    strides.permute_strides(x._data.shape, x._data.strides, dims)  # validates dims, with a clear error
     dims = tuple(d % ndim for d in dims) if ndim else ()
     if dims == tuple(range(ndim)):
         return x
