@@ -2,12 +2,13 @@
 
 Reading order
 -------------
-The files that carry the chapters' ideas, in the order to read them (2,458 lines in all):
+The files that carry the chapters' ideas, in the order to read them (2,547 lines in all):
 
 Chapter 03 (data):
 
-1. ``strides.py`` (202 lines): storage, shape, strides and offset; index to
-   position and back; contiguity; broadcasting, all in plain Python.
+1. ``strides.py`` (291 lines): storage, shape, strides and offset; index to
+   position and back; contiguity; broadcasting; the strides of permute,
+   expand and view; the strided walk behind ``contiguous()``, in plain Python.
 2. ``tensor.py`` (742 lines): the :class:`Tensor` — one backend array plus
    ``requires_grad``, ``grad_fn``, ``grad`` and the version counter (all set
    by ``init_tensor``); ``backward``, ``detach``, ``requires_grad_``. Its many
@@ -45,6 +46,9 @@ shows, its non-trivial rule in ``grad_rules.py``; read one or two (``Mul``,
   first), one_hot, pad.
 - ``ops_index.py`` (152 lines): ``x[key]`` (basic keys give views) and recorded ``x[key] = v``.
 - ``ops_convert.py`` (67 lines): casts, device moves, copies.
+- ``strided_arrays.py`` (136 lines): the arrays of permute/expand/view/contiguous,
+  built from ``strides.py`` when its functions are replaced (chapter 03's
+  ``use_exercise``), NumPy's own ops otherwise (the speed path).
 - ``factories.py`` (245 lines): ``tensor``, ``zeros``, ``randn``, ``arange``... with PyTorch's signatures.
 - ``dtypes.py`` (178 lines): the six dtypes and PyTorch's promotion rules (chapter 03, section 9).
 - ``printing.py`` (78 lines): ``repr`` in PyTorch's style.
