@@ -265,7 +265,11 @@ def strided_map(fn: Callable[[Any], Any], source, source_layout: Layout, out, ou
     written. ``contiguous()`` is this map with ``fn`` the identity and a
     row-major ``out_layout``.
     """
-    if broadcast_shapes(source_layout.shape, out_layout.shape) != tuple(out_layout.shape):
+    try:
+        fits = broadcast_shapes(source_layout.shape, out_layout.shape) == tuple(out_layout.shape)
+    except ValueError:
+        fits = False
+    if not fits:
         raise ValueError(
             f"strided_map: a source of shape {tuple(source_layout.shape)} does not broadcast "
             f"to the output shape {tuple(out_layout.shape)}"
