@@ -32,12 +32,16 @@ _EXERCISE_FUNCTIONS = (
     "strides_for_shape", "index_to_position", "broadcast_shapes", "permute_strides",
     "expand_strides", "view_strides", "strided_map",
 )
-_LIBRARY_VERSIONS = {name: getattr(strides, name) for name in _EXERCISE_FUNCTIONS}
+_LIBRARY_VERSIONS = tuple((name, getattr(strides, name)) for name in _EXERCISE_FUNCTIONS)
+_STRIDES_NAMESPACE = vars(strides)
 
 
 def strides_replaced() -> bool:
     """True while another version of one of ``strides``' exercise functions is plugged in."""
-    return any(getattr(strides, name) is not function for name, function in _LIBRARY_VERSIONS.items())
+    for name, function in _LIBRARY_VERSIONS:
+        if _STRIDES_NAMESPACE[name] is not function:
+            return True
+    return False
 
 
 def _clear_path(array) -> bool:
