@@ -2,16 +2,17 @@
 
 Reading order
 -------------
-The files that carry the chapters' ideas, in the order to read them (1,500 lines in all):
+The files that carry the chapters' ideas, in the order to read them (1,584 lines in all):
 
 Chapter 03 (data):
 
-1. ``strides.py`` (202 lines): storage, shape, strides and offset; index to
-   position and back; contiguity; broadcasting, all in plain Python.
+1. ``strides.py`` (291 lines): storage, shape, strides and offset; index to
+   position and back; contiguity; broadcasting; the strides of permute,
+   expand and view; the strided walk behind ``contiguous()``, in plain Python.
 2. ``tensor.py`` (207 lines): the :class:`Tensor` — one backend array plus
    ``requires_grad``, ``grad_fn``, ``grad`` and the version counter (all set
    by ``init_tensor``); ``backward``, ``detach``, ``requires_grad_``.
-3. ``ops_shape.py`` (169 lines): views — a new shape and strides over the
+3. ``ops_shape.py`` (164 lines): views — a new shape and strides over the
    same memory (transpose, expand with stride 0, view/reshape) — and their
    backward, which undoes the shape change; ``contiguous``.
 
@@ -60,6 +61,9 @@ shows, its non-trivial rule in ``grad_rules.py``; read one or two (``Mul``,
 - ``ops_squeeze.py`` (56 lines): squeeze, unsqueeze, flatten: reshapes named by the dimensions they change.
 - ``ops_join.py`` (121 lines): cat, stack, split, chunk.
 - ``ops_convert.py`` (67 lines): casts, device moves, copies.
+- ``strided_arrays.py`` (136 lines): the arrays of permute/expand/view/contiguous,
+  built from ``strides.py`` when its functions are replaced (chapter 03's
+  ``use_exercise``), NumPy's own ops otherwise (the speed path).
 - ``factories.py`` (245 lines): ``tensor``, ``zeros``, ``randn``, ``arange``... with PyTorch's signatures.
 - ``dtypes.py`` (178 lines): the six dtypes and PyTorch's promotion rules (chapter 03, section 9).
 - ``printing.py`` (78 lines): ``repr`` in PyTorch's style.

@@ -14,13 +14,12 @@ drop, add or merge) are in ``ops_squeeze.py``; ``cat``/``stack``/``split`` in ``
 
 from __future__ import annotations
 
-from minigrad.tensor import grad_rules
+from minigrad.tensor import grad_rules, strided_arrays, strides
 from minigrad.tensor.backend import array_module
 from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import Function
 from minigrad.tensor.shape_args import infer_shape as _infer_shape
 from minigrad.tensor.shape_args import sizes as _sizes
-from minigrad.tensor.strides import permute_strides, view_strides
 from minigrad.tensor.tensor import Tensor
 
 __all__ = ["reshape", "view", "transpose", "permute", "expand", "contiguous"]
@@ -41,13 +40,9 @@ class Reshape(Function):
 class View(Function):
     is_view = True
 
-    def forward(ctx, a, shape, strides):
+    def forward(ctx, a, shape, new_strides):
         ctx.input_shape = a.shape
-        out = a.reshape(shape)
-        if out.base is None or not (out.base is a or out.base is a.base):  # NumPy copied: build the view by hand
-            item = a.itemsize
-            out = array_module(a).lib.stride_tricks.as_strided(a, shape, tuple(s * item for s in strides))
-        return out
+        return strided_arrays.viewed(a, shape, new_strides)
 
     def backward(ctx, grad):
         return grad.reshape(ctx.input_shape), None, None
@@ -58,7 +53,7 @@ class Permute(Function):
 
     def forward(ctx, a, dims):
         ctx.dims = dims
-        return a.transpose(dims)
+        return strided_arrays.permuted(a, dims)
 
     def backward(ctx, grad):
         inverse = [0] * len(ctx.dims)  # the permutation that undoes dims
@@ -72,7 +67,7 @@ class Expand(Function):
 
     def forward(ctx, a, shape):
         ctx.input_shape = a.shape
-        return array_module(a).broadcast_to(a, shape)
+        return strided_arrays.expanded(a, shape)
 
     def backward(ctx, grad):
         return grad_rules.unbroadcast(grad, ctx.input_shape), None
@@ -80,7 +75,7 @@ class Expand(Function):
 
 class Contiguous(Function):
     def forward(ctx, a):
-        return array_module(a).ascontiguousarray(a)
+        return strided_arrays.contiguous_copy(a)
 
     def backward(ctx, grad):
         return grad
@@ -100,15 +95,15 @@ def reshape(x: Tensor, *shape) -> Tensor:
 def view(x: Tensor, *shape) -> Tensor:
     """Like reshape but never copies; raises when the memory layout does not allow a view."""
     shape = _infer_shape(_sizes(shape, "view"), x, "view")
-    strides = view_strides(x._data.shape, x.strides, shape)
-    if strides is None:
+    new_strides = strides.view_strides(x._data.shape, x.strides, shape)
+    if new_strides is None:
         raise ShapeError(
             f"view: cannot view a tensor of shape {x.shape} with strides {x.strides} as {shape} "
             f"without copying: its elements are not laid out contiguously in memory (e.g. after "
             f".T, permute or slicing). Use .reshape{shape} (copies when needed) or "
             f".contiguous().view{shape}"
         )
-    return View.apply(x, shape, strides)
+    return View.apply(x, shape, new_strides)
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -125,7 +120,7 @@ def permute(x: Tensor, *dims) -> Tensor:
     """Reorder the dimensions: result dimension i is input dimension dims[i] (a view)."""
     dims = _sizes(dims, "permute")
     ndim = x._data.ndim
-    permute_strides(x._data.shape, x._data.strides, dims)  # validates dims, with a clear error
+    strides.permute_strides(x._data.shape, x._data.strides, dims)  # validates dims, with a clear error
     dims = tuple(d % ndim for d in dims) if ndim else ()
     if dims == tuple(range(ndim)):
         return x
