@@ -1,0 +1,114 @@
+"""Turning ``syncthreads()`` into ``yield``: how a Python thread can wait at a barrier.
+
+A barrier means "stop here until every thread of the block is here too".
+The simulator runs a block's threads one at a time, so each thread must be
+able to *pause* at a barrier and be resumed later. Python generators do
+exactly that: this module rewrites the kernel's source so every
+``syncthreads()`` statement becomes ``yield <line number>``, which makes the
+kernel a generator function. Calling it gives one paused thread; ``next()``
+runs that thread up to its next barrier (the yielded line says which one) or
+to its end (``StopIteration``). The scheduler in ``simulator.py`` does the
+rest.
+
+Because the rewrite is a source transformation, barriers inside loops and
+``if`` blocks work as written. A barrier must be a statement of the kernel's
+own body (``jit.syncthreads()`` or ``syncthreads()`` on its own line); the
+rewritten function keeps the original file name and line numbers, so
+tracebacks point at the learner's code.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import types
+
+from minigrad.gpu.errors import KernelError
+
+BARRIER_NAMES = ("syncthreads",)
+
+
+def _is_barrier_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call) or node.args or node.keywords:
+        return False
+    function = node.func
+    name = function.id if isinstance(function, ast.Name) else getattr(function, "attr", None)
+    return name in BARRIER_NAMES
+
+
+class _BarriersToYields(ast.NodeTransformer):
+    """Replace each ``syncthreads()`` statement by ``yield <line>``; leave nested functions alone."""
+
+    def __init__(self):
+        self.barriers = 0
+
+    def visit_Expr(self, node: ast.Expr):
+        if _is_barrier_call(node.value):
+            self.barriers += 1
+            return ast.copy_location(ast.Expr(ast.Yield(ast.Constant(node.lineno))), node)
+        return node
+
+    def visit_FunctionDef(self, node):  # a nested def is not the kernel's body
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_Lambda = visit_FunctionDef
+
+
+def _kernel_source(func) -> tuple[ast.FunctionDef, str]:
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+    except (OSError, TypeError) as exc:
+        raise KernelError(
+            f"kernel '{func.__name__}': the simulator needs the kernel's Python source and cannot find it "
+            f"({exc}); define kernels with def in a file or a notebook cell"
+        ) from None
+    tree = ast.parse(source)
+    definition = tree.body[0]
+    if not isinstance(definition, ast.FunctionDef):
+        raise KernelError(f"kernel '{func.__name__}': a kernel must be a plain def function")
+    ast.increment_lineno(tree, func.__code__.co_firstlineno - 1)
+    return definition, func.__code__.co_filename
+
+
+def thread_program(func) -> tuple[types.FunctionType, int]:
+    """The function the simulator runs per thread, and how many barrier statements it has.
+
+    Without barriers it is ``func`` itself (each thread is one call). With
+    barriers it is a generator function equal to ``func`` except that each
+    ``syncthreads()`` yields its line number. Globals and closure variables
+    are shared with ``func``.
+    """
+    if not any(name in func.__code__.co_names for name in BARRIER_NAMES):
+        return func, 0  # nothing to rewrite (and no source needed)
+    definition, filename = _kernel_source(func)
+    rewriter = _BarriersToYields()
+    definition.body = [rewriter.visit(statement) for statement in definition.body]
+    if rewriter.barriers == 0:  # only calls that are not statements: syncthreads() itself explains
+        return func, 0
+    definition.decorator_list = []
+    # Compile the def inside a wrapper that binds the closure variables, so
+    # they stay free variables (not globals) in the rewritten function.
+    free = list(func.__code__.co_freevars)
+    wrapper = ast.FunctionDef(
+        name="_minigrad_wrapper",
+        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[ast.Assign(targets=[ast.Name(name, ast.Store())], value=ast.Constant(None)) for name in free]
+        + [definition],
+        decorator_list=[],
+        returns=None,
+    )
+    if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
+        wrapper.type_params = []
+    module = ast.Module(body=[wrapper], type_ignores=[])
+    ast.fix_missing_locations(module)
+    code = compile(module, filename, "exec")
+    wrapper_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    kernel_code = next(
+        c for c in wrapper_code.co_consts if isinstance(c, types.CodeType) and c.co_name == func.__name__
+    )
+    cells = dict(zip(func.__code__.co_freevars, func.__closure__ or ()))
+    closure = tuple(cells[name] for name in kernel_code.co_freevars)
+    program = types.FunctionType(kernel_code, func.__globals__, func.__name__, func.__defaults__, closure or None)
+    return program, rewriter.barriers
