@@ -80,7 +80,8 @@ def thread_program(func) -> tuple[types.FunctionType, int]:
     ``syncthreads()`` yields its line number. Globals and closure variables
     are shared with ``func``.
     """
-    if not any(name in func.__code__.co_names for name in BARRIER_NAMES):
+    names = func.__code__.co_names + func.__code__.co_freevars
+    if not any(name in names for name in BARRIER_NAMES):
         return func, 0  # nothing to rewrite (and no source needed)
     definition, filename = _kernel_source(func)
     rewriter = _BarriersToYields()

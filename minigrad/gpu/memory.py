@@ -182,7 +182,7 @@ class SharedArray:
 
     def _name(self) -> str:
         local = _local_name(self)
-        return f"shared array '{local}' ({self.label})" if local else f"shared array {self.label}"
+        return f"shared array '{local}' ({self.label})" if local else f"shared array ({self.label})"
 
     def _describe(self) -> str:
         return self._name()
@@ -193,7 +193,7 @@ class SharedArray:
             name = _local_name(self) or "shared"
             raise OutOfBoundsError(
                 f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: out-of-bounds {access} "
-                f"{name}[{i}] (line {_kernel_line()}) in {self._name()}, which holds {self.size} "
+                f"{name}[{i}] (line {_kernel_line()}): {self._name()} holds {self.size} "
                 f"elements (indices 0..{self.size - 1}). On a GPU this {access} would silently touch another "
                 f"array's shared memory. Check the index arithmetic or size the array for the whole block."
             )
@@ -208,14 +208,14 @@ class SharedArray:
         name = _local_name(self) or "shared"
         return (
             f"{where(CURRENT.kernel, CURRENT.block_idx, me)}: shared-memory data race on {name}[{address}] "
-            f"({self._name()}): this thread {verb} it on line {line}, and {them}, with no "
+            f"(shared {self.label}): this thread {verb} it on line {line}, and {them}, with no "
             f"syncthreads() in between. Threads of a block run in no fixed order between barriers, so the "
             f"result depends on timing. Put jit.syncthreads() between the write and the other access "
             f"(reached by every thread of the block)."
         )
 
     def __repr__(self) -> str:
-        return f"<shared array {self.label} in a simulated kernel>"
+        return f"<shared array ({self.label}) in a simulated kernel>"
 
 
 class BlockMemory:
@@ -239,7 +239,7 @@ class BlockMemory:
                     f"{self._dynamic_bytes} bytes; launch with kernel[grid, block](*args, shared_mem=NBYTES)"
                 )
             size = self._dynamic_bytes // dtype.itemsize
-            kind = "dynamic, "
+            kind = "dynamic "
         else:
             try:
                 size = operator.index(size)
@@ -250,7 +250,7 @@ class BlockMemory:
                 ) from None
             kind = ""
         if array is None:
-            label = f"#{len(self._arrays)} ({kind}{dtype}[{size}])"
+            label = f"{kind}{dtype}[{size}]"
             array = self._arrays[site] = SharedArray(dtype, size, label, self._stats)
         elif array.dtype != dtype or array.size != size:
             raise KernelError(
