@@ -72,7 +72,9 @@ def tiled_matmul(a, b, c, m, k, n):
     row = jit.blockIdx.y * TILE + ty
     acc = np.float32(0)
     for phase in range((k + TILE - 1) // TILE):
-        offset = phase * TILE
+        # threadIdx/blockIdx are unsigned (uint32) on the GPU, and cupyx.jit refuses arithmetic
+        # mixing uint32 with a signed int32 variable: keep the index arithmetic unsigned.
+        offset = np.uint32(phase * TILE)
         if row < m and offset + tx < k:
             a_tile[ty * TILE + tx] = a[row, offset + tx]
         else:
@@ -82,7 +84,7 @@ def tiled_matmul(a, b, c, m, k, n):
         else:
             b_tile[ty * TILE + tx] = np.float32(0)
         jit.syncthreads()
-        for j in range(TILE):
+        for j in range(np.uint32(TILE)):
             acc += a_tile[ty * TILE + j] * b_tile[j * TILE + tx]
         jit.syncthreads()
     if row < m and col < n:
