@@ -47,6 +47,7 @@ class RawKernel:
         return launcher
 
     def __call__(self, grid, block, args, shared_mem: int = 0, stream=None):
+        _simulator.refuse_nested_launch(self.name)
         grid3 = _launch.dim3(self.name, "grid", grid)
         block3 = _launch.dim3(self.name, "block", block)
         if not isinstance(shared_mem, int) or shared_mem < 0:

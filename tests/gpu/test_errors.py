@@ -280,3 +280,22 @@ def test_mixing_host_and_device_arrays_is_refused():
 def test_dynamic_shared_memory_without_shared_mem_is_explained():
     with pytest.raises(KernelError, match=r"dynamic shared memory, but the launch gave 0 bytes.*shared_mem=NBYTES"):
         k.reverse_dynamic[1, 32](np.ones(32, np.float32), np.zeros(32, np.float32), 32)
+
+
+def test_launching_a_kernel_from_inside_a_kernel_is_refused():
+    @jit.rawkernel()
+    def launches_another(x):
+        k.add[1, 1](x, x, x, 1)
+
+    x = np.ones(1, np.float32)
+    with pytest.raises(KernelError, match=r"kernel 'add' was launched while kernel 'launches_another' is running"):
+        launches_another[1, 1](x)
+
+
+def test_a_failed_launch_leaves_no_counters():
+    x = np.ones(4, np.float32)
+    k.add[1, 4](x, x, x, 4)
+    assert jit.last_launch_stats() is not None
+    with pytest.raises(OutOfBoundsError):
+        k.add_unguarded[1, 8](x, x, x, 4)
+    assert jit.last_launch_stats() is None
