@@ -21,6 +21,14 @@ Built-in variables: ``threadIdx``, ``blockIdx``, ``blockDim``, ``gridDim``
 the launch's ``shared_mem=`` bytes), ``syncthreads()`` (a statement of the
 kernel body), ``atomic_add(array, index, value)``. Warp shuffles are not
 simulated.
+
+The simulator runs any Python; the GPU runs what ``cupyx.jit`` can type.
+Two rules learners meet first: a kernel returns nothing (it writes its
+results into arrays), and ``threadIdx``/``blockIdx``/``blockDim`` are
+unsigned 32-bit integers that ``cupyx.jit`` will not mix in arithmetic with
+signed int32 variables (such as a ``range`` loop over an int argument):
+convert with ``numpy.uint32(...)``. ``minigrad.gpu.compile_check`` checks a
+kernel against those rules without a GPU.
 """
 
 from __future__ import annotations

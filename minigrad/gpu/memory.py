@@ -4,8 +4,9 @@ Every element access goes through ``__getitem__``/``__setitem__`` here,
 which (1) checks the index against the array's shape - a negative index is
 out of bounds, as on a GPU, not NumPy's count-from-the-end - (2) adds the
 element's bytes to the launch's counters and (3), for shared memory, reports
-the access to the block's race detector. Values are read and written through
-NumPy, so arithmetic keeps the array's dtype (float32 stays float32).
+the access to the block's race detector. Values keep the array's dtype: a
+global read returns a NumPy scalar of it, a shared array stores NumPy scalars
+of its dtype, so float32 arithmetic stays float32.
 
 Shared memory is per block: the first thread of a block that calls
 ``shared_memory(dtype, size)`` at a given place in the kernel allocates the
@@ -210,7 +211,7 @@ class SharedArray:
             f"{where(CURRENT.kernel, CURRENT.block_idx, me)}: shared-memory data race on {name}[{address}] "
             f"(shared {self.label}): this thread {verb} it on line {line}, and {them}, with no "
             f"syncthreads() in between. Threads of a block run in no fixed order between barriers, so the "
-            f"result depends on timing. Put jit.syncthreads() between the write and the other access "
+            f"result depends on timing. Put a jit.syncthreads() between the two accesses "
             f"(reached by every thread of the block)."
         )
 
