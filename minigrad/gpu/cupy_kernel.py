@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import types
+import warnings
 
 from minigrad.gpu.errors import KernelError
 
@@ -35,6 +36,8 @@ def _translated(value, ours, theirs):
     """``value`` with any minigrad jit object replaced by its cupyx.jit counterpart."""
     if value is ours:
         return theirs
+    if isinstance(value, ours.DeviceFunction):
+        return value.cupy_function()
     name = _NAMES.get(id(value))
     if name is not None and getattr(ours, name, None) is value:
         return getattr(theirs, name)
@@ -76,5 +79,16 @@ def cupy_function(func):
 
 def cupy_kernel(func):
     """The ``cupyx.jit.rawkernel`` of ``func``, ready to launch on CuPy arrays."""
+    return _cupyx_rawkernel(func, device=False)
+
+
+def cupy_device_function(func):
+    """The ``cupyx.jit.rawkernel(device=True)`` of ``func``, for kernels that call it."""
+    return _cupyx_rawkernel(func, device=True)
+
+
+def _cupyx_rawkernel(func, device: bool):
     theirs = import_cupyx_jit()
-    return theirs.rawkernel()(cupy_function(func))
+    with warnings.catch_warnings():  # "cupyx.jit.rawkernel is experimental": known, and pinned in pyproject
+        warnings.simplefilter("ignore", FutureWarning)
+        return theirs.rawkernel(device=device)(cupy_function(func))

@@ -34,7 +34,7 @@ kernel against those rules without a GPU.
 from __future__ import annotations
 
 from minigrad.gpu.errors import KernelError
-from minigrad.gpu.kernel import RawKernel, rawkernel
+from minigrad.gpu.kernel import DeviceFunction, RawKernel, rawkernel
 from minigrad.gpu.memory import atomic_add, shared_memory
 from minigrad.gpu.simulator import last_launch_stats
 from minigrad.gpu.threads import blockDim, blockIdx, gridDim, grid, gridsize, laneid, threadIdx, warpsize
@@ -59,4 +59,4 @@ KERNEL_NAMES = (
     "shared_memory", "syncthreads", "atomic_add",
 )
 
-__all__ = [*KERNEL_NAMES, "RawKernel", "last_launch_stats"]
+__all__ = [*KERNEL_NAMES, "RawKernel", "DeviceFunction", "last_launch_stats"]

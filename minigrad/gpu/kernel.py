@@ -9,6 +9,11 @@ with the launch configuration gives a launcher, exactly as in ``cupyx.jit``::
 
 Like CuPy's, a launch returns None; after a simulated launch
 ``jit.last_launch_stats()`` holds its traffic counters.
+
+``@jit.rawkernel(device=True)`` makes a :class:`DeviceFunction` instead: a
+helper that kernels call like a Python function (``cupyx.jit`` compiles it
+to a ``__device__`` function). It may return a value; it may not contain
+``syncthreads()`` (write barriers in the kernel itself).
 """
 
 from __future__ import annotations
@@ -20,17 +25,13 @@ from minigrad.gpu import launch as _launch
 from minigrad.gpu import simulator as _simulator
 from minigrad.gpu.barriers import thread_program
 from minigrad.gpu.errors import KernelLaunchError
+from minigrad.gpu.threads import CURRENT
 
 
 class RawKernel:
     """A kernel function plus what each target needs, prepared on first use and kept."""
 
-    def __init__(self, func, *, device: bool = False):
-        if device:
-            raise KernelLaunchError(
-                f"kernel '{func.__name__}': device functions (rawkernel(device=True)) are not supported yet; "
-                f"write the helper's code inside the kernel"
-            )
+    def __init__(self, func):
         self.func = func
         self.name = func.__name__
         self.parameters = list(inspect.signature(func).parameters)
@@ -78,12 +79,47 @@ class RawKernel:
         return f"<minigrad.gpu.jit.rawkernel '{self.name}'>"
 
 
+class DeviceFunction:
+    """A helper called from kernels: plain Python on the simulator, a ``__device__`` function on the GPU."""
+
+    def __init__(self, func):
+        self.func = func
+        self.name = func.__name__
+        self._cupy = None
+        functools.update_wrapper(self, func)
+
+    def __call__(self, *args):
+        if CURRENT.kernel is None:
+            raise KernelLaunchError(
+                f"device function '{self.name}' can only be called from inside a kernel; launch a kernel "
+                f"that calls it"
+            )
+        return self.func(*args)
+
+    def __getitem__(self, config):
+        raise KernelLaunchError(
+            f"device function '{self.name}' cannot be launched with [grid, block]; call it from a kernel, "
+            f"or decorate it with @jit.rawkernel() (without device=True) to make it a kernel"
+        )
+
+    def cupy_function(self):
+        """The ``cupyx.jit.rawkernel(device=True)`` of this function (imports CuPy)."""
+        if self._cupy is None:
+            from minigrad.gpu.cupy_kernel import cupy_device_function
+
+            self._cupy = cupy_device_function(self.func)
+        return self._cupy
+
+    def __repr__(self) -> str:
+        return f"<minigrad.gpu.jit.rawkernel(device=True) '{self.name}'>"
+
+
 def rawkernel(*, mode: str = "cuda", device: bool = False):
-    """Decorator: make a function a kernel (``@jit.rawkernel()``, as in ``cupyx.jit``)."""
+    """Decorator: make a function a kernel (``@jit.rawkernel()``, as in ``cupyx.jit``), or with ``device=True`` a helper."""
     if mode != "cuda":
         raise ValueError(f"rawkernel: only mode='cuda' is supported, got {mode!r}")
 
     def decorate(func):
-        return RawKernel(func, device=device)
+        return DeviceFunction(func) if device else RawKernel(func)
 
     return decorate

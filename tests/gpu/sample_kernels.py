@@ -136,6 +136,20 @@ def reverse_dynamic(x, out, n):
         out[i] = buffer[width - 1 - tid]
 
 
+@jit.rawkernel(device=True)
+def relu(value):
+    """A device function: called from kernels, returns a value."""
+    return max(value, np.float32(0))
+
+
+@jit.rawkernel()
+def bias_relu(x, bias, out, rows, cols):
+    """out = relu(x + bias) row by row, calling the device function."""
+    col, row = jit.grid(2)
+    if row < rows and col < cols:
+        out[row, col] = relu(x[row, col] + bias[col])
+
+
 # ---------------------------------------------------------------- buggy kernels
 
 

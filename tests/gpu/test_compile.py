@@ -33,6 +33,7 @@ EXAMPLES = {
     "histogram": (k.histogram, (i32, i32, 4, 16)),
     "copy_through_shared": (k.copy_through_shared, (f32, f32, i32, 4)),
     "reverse_dynamic": (k.reverse_dynamic, (f32, f32, 4)),
+    "bias_relu": (k.bias_relu, (f32_2d, f32, f32_2d, 4, 4)),
 }
 
 
@@ -59,6 +60,11 @@ def test_transpiled_source_uses_cuda_builtins_for_minigrad_names():
     assert "__shared__ float" in source
     assert "atomicAdd(" in source
     assert "blockDim.x" in source and "threadIdx.x" in source
+
+
+def test_device_function_becomes_a_cuda_device_function():
+    source = compile_check.cuda_source(k.bias_relu, f32_2d, f32, f32_2d, 4, 4).code
+    assert "__device__ float relu" in source
 
 
 def test_one_kernel_compiles_alone():

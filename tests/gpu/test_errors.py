@@ -299,3 +299,10 @@ def test_a_failed_launch_leaves_no_counters():
     with pytest.raises(OutOfBoundsError):
         k.add_unguarded[1, 8](x, x, x, 4)
     assert jit.last_launch_stats() is None
+
+
+def test_device_functions_are_called_from_kernels_not_launched():
+    with pytest.raises(KernelLaunchError, match=r"device function 'relu' cannot be launched with \[grid, block\]"):
+        k.relu[1, 1](np.float32(1))
+    with pytest.raises(KernelLaunchError, match=r"device function 'relu' can only be called from inside a kernel"):
+        k.relu(np.float32(1))

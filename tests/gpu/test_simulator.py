@@ -183,3 +183,12 @@ def test_float32_arithmetic_stays_float32():
     out = np.zeros(1, dtype=np.float64)
     accumulate[1, 1](x, out, 3)
     assert out[0] == np.float32(2e8)
+
+
+def test_kernel_calling_a_device_function():
+    rows, cols = 5, 7
+    x = _random((rows, cols), 14)
+    bias = _random(cols, 15)
+    out = np.zeros((rows, cols), np.float32)
+    k.bias_relu[(1, 1), (8, 8)](x, bias, out, rows, cols)
+    np.testing.assert_array_equal(out, np.maximum(x + bias, 0))
