@@ -52,6 +52,18 @@ class LaunchStats:
             raise ValueError(f"kernel '{self.kernel}' moved no global bytes: arithmetic intensity is undefined")
         return flops / self.global_bytes
 
+    def summary(self) -> str:
+        """The counters as a few readable lines (for notebooks and benchmark logs)."""
+        return "\n".join(
+            [
+                f"kernel '{self.kernel}': grid {self.grid} x block {self.block} = {self.threads_launched:,} threads "
+                f"in {self.blocks:,} blocks, simulated in {self.seconds:.2f} s",
+                f"  global memory: {self.global_load_bytes:,} B loaded, {self.global_store_bytes:,} B stored",
+                f"  shared memory: {self.shared_load_bytes:,} B loaded, {self.shared_store_bytes:,} B stored",
+                f"  atomics: {self.atomics:,}   barriers passed (per block, summed): {self.barriers:,}",
+            ]
+        )
+
     def as_dict(self) -> dict:
         """The counters as a plain dict (for tables and JSON)."""
         return asdict(self)

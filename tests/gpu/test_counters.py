@@ -32,6 +32,10 @@ def test_counters_of_copy_through_shared_worked_out_by_hand():
     assert stats.barriers == 4
     assert stats.global_bytes == 800 and stats.shared_bytes == 800
     assert stats.arithmetic_intensity(flops=n) == n / 800
+    summary = stats.summary()
+    assert "grid (4, 1, 1) x block (32, 1, 1) = 128 threads in 4 blocks" in summary
+    assert "global memory: 400 B loaded, 400 B stored" in summary
+    assert "atomics: 4   barriers passed (per block, summed): 4" in summary
 
 
 def test_counters_of_the_tiled_matmul_match_the_tiling_formula():
