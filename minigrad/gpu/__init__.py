@@ -11,7 +11,7 @@ launch's memory traffic (``jit.last_launch_stats()``).
 
 Reading order
 -------------
-How a kernel runs on the CPU, in the order to read it (1,115 lines in all):
+How a kernel runs on the CPU, in the order to read it (1,126 lines in all):
 
 1. ``jit.py`` (62 lines): the names a kernel is written with.
 2. ``kernel.py`` (125 lines): ``@jit.rawkernel()``, ``kernel[grid, block](*args)``,
@@ -22,7 +22,7 @@ How a kernel runs on the CPU, in the order to read it (1,115 lines in all):
    so a thread can pause at a barrier.
 5. ``simulator.py`` (176 lines): the scheduler - blocks, threads, barrier
    rounds, divergent barriers; measured speed.
-6. ``memory.py`` (295 lines): global and shared arrays with bounds checks,
+6. ``memory.py`` (306 lines): global and shared arrays with bounds checks,
    counters and race checks; ``shared_memory``, ``atomic_add``.
 7. ``races.py`` (107 lines): the shared-memory race detector.
 8. ``counters.py`` (69 lines): what a launch moved, the inputs of a roofline.

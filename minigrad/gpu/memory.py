@@ -219,6 +219,9 @@ class SharedArray:
         return f"<shared array ({self.label}) in a simulated kernel>"
 
 
+SHARED_BYTES_PER_BLOCK = 48 * 1024  # CUDA's limit without opting in to more (same on every card since 2010)
+
+
 class BlockMemory:
     """The shared arrays of the block being simulated, found by the place in the kernel that declares them."""
 
@@ -226,6 +229,7 @@ class BlockMemory:
         self._stats = stats
         self._arrays: dict = {}
         self._dynamic_bytes = dynamic_bytes
+        self._bytes = 0
 
     def allocate(self, dtype, size, site) -> SharedArray:
         array = self._arrays.get(site)
@@ -251,6 +255,13 @@ class BlockMemory:
                 ) from None
             kind = ""
         if array is None:
+            self._bytes += size * dtype.itemsize
+            if self._bytes > SHARED_BYTES_PER_BLOCK:
+                raise KernelError(
+                    f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: shared memory of "
+                    f"{self._bytes:,} bytes per block (with this {dtype}[{size}]) exceeds CUDA's "
+                    f"{SHARED_BYTES_PER_BLOCK:,} bytes; use smaller tiles or fewer shared arrays"
+                )
             label = f"{kind}{dtype}[{size}]"
             array = self._arrays[site] = SharedArray(dtype, size, label, self._stats)
         elif array.dtype != dtype or array.size != size:

@@ -306,3 +306,15 @@ def test_device_functions_are_called_from_kernels_not_launched():
         k.relu[1, 1](np.float32(1))
     with pytest.raises(KernelLaunchError, match=r"device function 'relu' can only be called from inside a kernel"):
         k.relu(np.float32(1))
+
+
+def test_more_shared_memory_than_a_block_may_have():
+    @jit.rawkernel()
+    def big_tiles(out):
+        a = jit.shared_memory(np.float32, 8192)
+        b = jit.shared_memory(np.float32, 8192)
+        a[0] = b[0] = np.float32(0)
+        out[0] = a[0]
+
+    with pytest.raises(KernelError, match=r"shared memory of 65,536 bytes per block .* exceeds CUDA's 49,152 bytes"):
+        big_tiles[1, 1](np.zeros(1, np.float32))
