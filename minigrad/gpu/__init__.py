@@ -11,18 +11,18 @@ launch's memory traffic (``jit.last_launch_stats()``).
 
 Reading order
 -------------
-How a kernel runs on the CPU, in the order to read it (1,126 lines in all):
+How a kernel runs on the CPU, in the order to read it (1,153 lines in all):
 
 1. ``jit.py`` (62 lines): the names a kernel is written with.
 2. ``kernel.py`` (125 lines): ``@jit.rawkernel()``, ``kernel[grid, block](*args)``,
    and the choice between GPU and simulator.
-3. ``threads.py`` (132 lines): which thread is running; ``threadIdx``,
+3. ``threads.py`` (130 lines): which thread is running; ``threadIdx``,
    ``blockIdx``, ``grid()``... read it.
 4. ``barriers.py`` (115 lines): ``syncthreads()`` rewritten into ``yield``,
    so a thread can pause at a barrier.
-5. ``simulator.py`` (176 lines): the scheduler - blocks, threads, barrier
+5. ``simulator.py`` (200 lines): the scheduler - blocks, threads, barrier
    rounds, divergent barriers; measured speed.
-6. ``memory.py`` (306 lines): global and shared arrays with bounds checks,
+6. ``memory.py`` (311 lines): global and shared arrays with bounds checks,
    counters and race checks; ``shared_memory``, ``atomic_add``.
 7. ``races.py`` (107 lines): the shared-memory race detector.
 8. ``counters.py`` (69 lines): what a launch moved, the inputs of a roofline.

@@ -20,25 +20,30 @@ an element before writing it shows up in the result.
 from __future__ import annotations
 
 import operator
+import os
 import sys
 
 import numpy as np
 
 from minigrad.gpu.errors import KernelError, OutOfBoundsError, where
+from minigrad.gpu import races
 from minigrad.gpu.races import MANY, RaceDetector
 from minigrad.gpu.threads import CURRENT
 
 
+_OWN_FILES = {os.path.abspath(__file__), os.path.abspath(races.__file__)}
+
+
 def _kernel_frame():
-    """The frame of the running kernel that (indirectly) called us, or None (error paths only)."""
+    """The frame of the learner's code (kernel or device function) that made the access (error paths only)."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code is not CURRENT.code:
+    while frame is not None and os.path.abspath(frame.f_code.co_filename) in _OWN_FILES:
         frame = frame.f_back
     return frame
 
 
 def _kernel_line() -> int:
-    """The kernel source line being executed (0 if unknown)."""
+    """The source line of the learner's code being executed (0 if unknown)."""
     frame = _kernel_frame()
     return frame.f_lineno if frame is not None else 0
 

@@ -44,6 +44,7 @@ typing refuses.
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
 
@@ -54,6 +55,10 @@ from minigrad.gpu.errors import DivergentBarrierError, KernelError, where
 from minigrad.gpu.memory import BlockMemory, GlobalArray
 from minigrad.gpu.threads import CURRENT
 
+_INTERNALS = {  # the simulator's own files, whose frames a learner's traceback does not need
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    for name in ("simulator", "memory", "races", "threads", "kernel", "jit")
+}
 _last_stats: LaunchStats | None = None
 
 
@@ -90,7 +95,7 @@ def simulate(name: str, program, barriers: int, parameters, grid, block, args, s
     threads = [(x, y, z) for z in range(block[2]) for y in range(block[1]) for x in range(block[0])]
     run_block = _run_block_with_barriers if barriers else _run_block
     started = time.perf_counter()
-    CURRENT.begin_launch(name, grid, block, stats, program.__code__)
+    CURRENT.begin_launch(name, grid, block, stats)
     try:
         for bz in range(grid[2]):
             for by in range(grid[1]):
@@ -100,9 +105,10 @@ def simulate(name: str, program, barriers: int, parameters, grid, block, args, s
                     run_block(program, args, threads, stats, memory)
                     stats.blocks += 1
                     stats.threads_launched += len(threads)
-    except KernelError:
-        raise
+    except KernelError as error:
+        raise error.with_traceback(_ending_in_kernel(error.__traceback__, program)) from None
     except Exception as error:
+        error = error.with_traceback(_ending_in_kernel(error.__traceback__, program))
         raise _located(error, program) from error
     finally:
         CURRENT.end_launch()
@@ -162,6 +168,24 @@ def _divergence_message(arrived: dict, finished: list, threads: list) -> str:
         "computes garbage). Move the barrier out of the if-block or loop that only some threads enter, "
         "and let threads skip work instead of returning early."
     )
+
+
+def _ending_in_kernel(traceback_, program):
+    """The traceback from the kernel's frame to the last frame of the learner's code (a kernel, a device
+    function), without the simulator's frames after it: the learner's line is the last one shown."""
+    entry = traceback_
+    while entry is not None and entry.tb_frame.f_code is not program.__code__:
+        entry = entry.tb_next
+    if entry is None:  # raised by the scheduler itself (a divergent barrier): keep it whole
+        return traceback_
+    last_outside = entry
+    step = entry
+    while step is not None:
+        if step.tb_frame.f_code.co_filename not in _INTERNALS:
+            last_outside = step
+        step = step.tb_next
+    last_outside.tb_next = None
+    return entry
 
 
 def _located(error: Exception, program) -> KernelError:

@@ -35,12 +35,11 @@ class SimulatedPosition:
     def __init__(self):
         self.end_launch()
 
-    def begin_launch(self, kernel: str, grid: tuple, block: tuple, stats, code) -> None:
+    def begin_launch(self, kernel: str, grid: tuple, block: tuple, stats) -> None:
         self.kernel = kernel
         self.grid_dim = grid
         self.block_dim = block
         self.stats = stats
-        self.code = code
 
     def enter_block(self, block_idx: tuple, memory) -> None:
         self.block_idx = block_idx
@@ -59,7 +58,6 @@ class SimulatedPosition:
         self.linear_thread = -1
         self.stats = None
         self.memory = None
-        self.code = None
 
     def thread_name(self, linear: int) -> tuple[int, int, int]:
         """The ``(x, y, z)`` threadIdx of a thread given its linear index in the block (x varies fastest)."""
