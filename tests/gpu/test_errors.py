@@ -318,3 +318,21 @@ def test_more_shared_memory_than_a_block_may_have():
 
     with pytest.raises(KernelError, match=r"shared memory of 65,536 bytes per block .* exceeds CUDA's 49,152 bytes"):
         big_tiles[1, 1](np.zeros(1, np.float32))
+
+
+def test_the_traceback_ends_at_the_learners_line_in_a_device_function():
+    import traceback
+
+    @jit.rawkernel(device=True)
+    def next_element(x, i):
+        return x[i + 1]
+
+    @jit.rawkernel()
+    def shift(x, out):
+        out[jit.threadIdx.x] = next_element(x, jit.threadIdx.x)
+
+    with pytest.raises(OutOfBoundsError) as caught:
+        shift[1, 4](np.zeros(4, np.float32), np.zeros(4, np.float32))
+    last = traceback.extract_tb(caught.value.__traceback__)[-1]
+    assert (last.filename, last.name, last.line) == (__file__, "next_element", "return x[i + 1]")
+    assert f"out-of-bounds read x[4] (line {last.lineno})" in str(caught.value)
