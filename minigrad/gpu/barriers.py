@@ -10,6 +10,10 @@ runs that thread up to its next barrier (the yielded line says which one) or
 to its end (``StopIteration``). The scheduler in ``simulator.py`` does the
 rest.
 
+Warp shuffles (``shfl_down_sync`` and friends, see ``warps.py``) are
+meeting points too: each call becomes a ``yield`` of the request, and the
+scheduler sends the exchanged value back in as the call's result.
+
 Because the rewrite is a source transformation, barriers inside loops and
 ``if`` blocks work as written. A barrier must be a statement of the kernel's
 own body (``jit.syncthreads()`` or ``syncthreads()`` on its own line); the
@@ -27,18 +31,23 @@ import types
 from minigrad.gpu.errors import KernelError
 
 BARRIER_NAMES = ("syncthreads",)
+SHUFFLE_NAMES = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync")
+
+
+def _called_name(node: ast.AST) -> str | None:
+    if not isinstance(node, ast.Call):
+        return None
+    function = node.func
+    return function.id if isinstance(function, ast.Name) else getattr(function, "attr", None)
 
 
 def _is_barrier_call(node: ast.AST) -> bool:
-    if not isinstance(node, ast.Call) or node.args or node.keywords:
-        return False
-    function = node.func
-    name = function.id if isinstance(function, ast.Name) else getattr(function, "attr", None)
-    return name in BARRIER_NAMES
+    return _called_name(node) in BARRIER_NAMES and not node.args and not node.keywords
 
 
 class _BarriersToYields(ast.NodeTransformer):
-    """Replace each ``syncthreads()`` statement by ``yield <line>``; leave nested functions alone."""
+    """Replace each ``syncthreads()`` statement by ``yield <line>`` and each warp shuffle call by
+    ``(yield (name, mask, value, val_id, width, line))``; leave nested scopes alone."""
 
     def __init__(self):
         self.barriers = 0
@@ -47,13 +56,24 @@ class _BarriersToYields(ast.NodeTransformer):
         if _is_barrier_call(node.value):
             self.barriers += 1
             return ast.copy_location(ast.Expr(ast.Yield(ast.Constant(node.lineno))), node)
-        return node
+        return self.generic_visit(node)
 
-    def visit_FunctionDef(self, node):  # a nested def is not the kernel's body
+    def visit_Call(self, node: ast.Call):
+        node = self.generic_visit(node)
+        name = _called_name(node)
+        if name not in SHUFFLE_NAMES or len(node.args) != 3 or any(k.arg != "width" for k in node.keywords):
+            return node  # not a shuffle, or malformed: the real function runs and explains
+        width = node.keywords[0].value if node.keywords else ast.Constant(32)
+        self.barriers += 1
+        request = ast.Tuple([ast.Constant(name), *node.args, width, ast.Constant(node.lineno)], ast.Load())
+        return ast.copy_location(ast.Yield(request), node)
+
+    def visit_FunctionDef(self, node):  # nested scopes cannot pause the kernel
         return node
 
     visit_AsyncFunctionDef = visit_FunctionDef
     visit_Lambda = visit_FunctionDef
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_FunctionDef
 
 
 def _kernel_source(func) -> tuple[ast.FunctionDef, str]:
@@ -73,20 +93,21 @@ def _kernel_source(func) -> tuple[ast.FunctionDef, str]:
 
 
 def thread_program(func) -> tuple[types.FunctionType, int]:
-    """The function the simulator runs per thread, and how many barrier statements it has.
+    """The function the simulator runs per thread, and how many meeting points (barriers, shuffles) it has.
 
-    Without barriers it is ``func`` itself (each thread is one call). With
-    barriers it is a generator function equal to ``func`` except that each
-    ``syncthreads()`` yields its line number. Globals and closure variables
-    are shared with ``func``.
+    Without them it is ``func`` itself (each thread is one call). With them
+    it is a generator function equal to ``func`` except that each
+    ``syncthreads()`` yields its line number and each warp shuffle yields its
+    request and receives its result. Globals and closure variables are
+    shared with ``func``.
     """
     names = func.__code__.co_names + func.__code__.co_freevars
-    if not any(name in names for name in BARRIER_NAMES):
+    if not any(name in names for name in BARRIER_NAMES + SHUFFLE_NAMES):
         return func, 0  # nothing to rewrite (and no source needed)
     definition, filename = _kernel_source(func)
     rewriter = _BarriersToYields()
     definition.body = [rewriter.visit(statement) for statement in definition.body]
-    if rewriter.barriers == 0:  # only calls that are not statements: syncthreads() itself explains
+    if rewriter.barriers == 0:  # only calls in forms it cannot pause at: the functions themselves explain
         return func, 0
     definition.decorator_list = []
     # Compile the def inside a wrapper that binds the closure variables, so

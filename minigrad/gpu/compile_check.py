@@ -13,8 +13,10 @@ the NVRTC library and the CUDA runtime headers as pip wheels; no driver).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+from unittest import mock
 
 import numpy as np
 
@@ -22,6 +24,7 @@ from minigrad.gpu.cupy_kernel import cupy_function, import_cupyx_jit
 from minigrad.gpu.kernel import RawKernel
 
 INSTALL = 'pip install "minigrad[gpu-check]"'
+WARP_SIZE = 32  # every NVIDIA GPU
 DEFAULT_ARCH = "75"  # Turing (GTX 16xx / RTX 20xx), the oldest card family the course targets with CUDA 12
 
 
@@ -49,14 +52,26 @@ def argument_types(kernel: RawKernel, example_args) -> tuple:
     return tuple(result)
 
 
+@contextlib.contextmanager
+def _nvidia_warp_size():
+    """While transpiling, answer cupyx.jit's warp-size questions (asked of the device for warp shuffles)
+    with NVIDIA's 32 instead of querying a device that is not there."""
+    core = _module("cupy._core", "cupy-cuda12x")
+    with mock.patch.object(core, "_get_warpsize", lambda: WARP_SIZE), mock.patch.object(
+        core, "_full_mask", lambda: (1 << WARP_SIZE) - 1
+    ):
+        yield
+
+
 def cuda_source(kernel: RawKernel, *example_args):
     """``cupyx.jit``'s transpilation of ``kernel`` for these argument types: an object with ``.code``, ``.options``."""
     compile_module = _module("cupyx.jit._compile", "cupy-cuda12x")
     types_ = _module("cupyx.jit._cuda_types", "cupy-cuda12x")
     in_types = argument_types(kernel, example_args)
-    return compile_module.transpile(
-        cupy_function(kernel.func), ['extern "C"', "__global__"], "cuda", in_types, types_.void
-    )
+    with _nvidia_warp_size():
+        return compile_module.transpile(
+            cupy_function(kernel.func), ['extern "C"', "__global__"], "cuda", in_types, types_.void
+        )
 
 
 def _include_options() -> tuple[str, ...]:

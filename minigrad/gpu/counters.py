@@ -20,7 +20,8 @@ class LaunchStats:
 
     ``barriers`` counts block-wide barriers completed: a block of any size
     passing one ``syncthreads()`` adds 1, so a loop with a barrier per step
-    adds one per step and per block.
+    adds one per step and per block. ``shuffles`` counts warp-shuffle calls,
+    one per participating thread.
     """
 
     kernel: str = ""
@@ -34,6 +35,7 @@ class LaunchStats:
     shared_store_bytes: int = 0
     atomics: int = 0
     barriers: int = 0
+    shuffles: int = 0
     seconds: float = 0.0
 
     @property
@@ -60,7 +62,8 @@ class LaunchStats:
                 f"in {self.blocks:,} blocks, simulated in {self.seconds:.2f} s",
                 f"  global memory: {self.global_load_bytes:,} B loaded, {self.global_store_bytes:,} B stored",
                 f"  shared memory: {self.shared_load_bytes:,} B loaded, {self.shared_store_bytes:,} B stored",
-                f"  atomics: {self.atomics:,}   barriers passed (per block, summed): {self.barriers:,}",
+                f"  atomics: {self.atomics:,}   barriers passed (per block, summed): {self.barriers:,}"
+                + (f"   warp shuffles: {self.shuffles:,}" if self.shuffles else ""),
             ]
         )
 

@@ -24,6 +24,10 @@ class DivergentBarrierError(KernelError):
     """Some threads of a block reached a ``syncthreads()`` that others did not."""
 
 
+class DivergentWarpError(KernelError):
+    """A warp shuffle that not every lane named in its mask calls (or calls the same way)."""
+
+
 class SharedMemoryRaceError(KernelError):
     """Two threads of a block touched one shared address between two barriers, one writing."""
 

@@ -19,8 +19,11 @@ Built-in variables: ``threadIdx``, ``blockIdx``, ``blockDim``, ``gridDim``
 (each with ``.x``, ``.y``, ``.z``), ``warpsize``. Functions: ``grid(ndim)``,
 ``gridsize(ndim)``, ``laneid()``, ``shared_memory(dtype, size)`` (``size=None``:
 the launch's ``shared_mem=`` bytes), ``syncthreads()`` (a statement of the
-kernel body), ``atomic_add(array, index, value)``. Warp shuffles are not
-simulated.
+kernel body), ``atomic_add(array, index, value)``, and the warp shuffles
+``shfl_sync``, ``shfl_up_sync``, ``shfl_down_sync``, ``shfl_xor_sync``
+(``(mask, value, val_id, width=32)``, called in the kernel's own code).
+``syncwarp`` is not provided: the race detector orders shared-memory
+accesses by block barriers only.
 
 The simulator runs any Python; the GPU runs what ``cupyx.jit`` can type.
 Two rules learners meet first: a kernel returns nothing (it writes its
@@ -38,6 +41,7 @@ from minigrad.gpu.kernel import DeviceFunction, RawKernel, rawkernel
 from minigrad.gpu.memory import atomic_add, shared_memory
 from minigrad.gpu.simulator import last_launch_stats
 from minigrad.gpu.threads import blockDim, blockIdx, gridDim, grid, gridsize, laneid, threadIdx, warpsize
+from minigrad.gpu.warps import shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync
 
 
 def syncthreads() -> None:
@@ -56,7 +60,7 @@ def syncthreads() -> None:
 # Names a kernel may use; each has a cupyx.jit counterpart of the same name.
 KERNEL_NAMES = (
     "rawkernel", "threadIdx", "blockIdx", "blockDim", "gridDim", "grid", "gridsize", "laneid", "warpsize",
-    "shared_memory", "syncthreads", "atomic_add",
+    "shared_memory", "syncthreads", "atomic_add", "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",
 )
 
 __all__ = [*KERNEL_NAMES, "RawKernel", "DeviceFunction", "last_launch_stats"]

@@ -13,7 +13,9 @@ cannot tell). Within a block:
   done. If some threads stop at a barrier while others finish or stop at a
   different barrier, that is a divergent barrier - a hang or undefined
   behaviour on a GPU - and the simulator raises
-  :class:`DivergentBarrierError`.
+  :class:`DivergentBarrierError`. Warp shuffles pause a thread the same way
+  until every thread of the block has stopped; then each warp exchanges its
+  values (``warps.py``) and its threads run on.
 
 Threads are visited in linear order (x fastest, then y, then z), so a racy
 kernel gives one fixed answer here; the race detector still reports the
@@ -34,7 +36,9 @@ per barrier round. CPU time measured on this project's 2-core machine
 So keep simulated problems to thousands or tens of thousands of threads.
 
 Not simulated: races in *global* memory (only shared memory is checked),
-warps executing in lockstep (so no warp shuffles), and C integer types -
+warps executing in lockstep (warp shuffles are exact meeting points, see
+``warps.py``, but "warp-synchronous" shared-memory code that relies on
+lockstep without a barrier is reported as a race), and C integer types -
 indices are Python ints (``threadIdx.x`` is an unsigned 32-bit int on a GPU,
 so ``threadIdx.x - 1`` wraps there and is -1 here; both are out of bounds)
 and scalar arguments are passed as given. Array elements keep their NumPy
@@ -54,6 +58,7 @@ from minigrad.gpu.counters import LaunchStats
 from minigrad.gpu.errors import DivergentBarrierError, KernelError, where
 from minigrad.gpu.memory import BlockMemory, GlobalArray
 from minigrad.gpu.threads import CURRENT
+from minigrad.gpu.warps import exchange
 
 _INTERNALS = {  # the simulator's own files, whose frames a learner's traceback does not need
     os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
@@ -132,14 +137,28 @@ def _run_block_with_barriers(program, args, threads, stats, memory) -> None:
         paused.append(program(*args))
     waiting = range(len(threads))
     while True:
-        arrived = {}
-        finished = []
-        for linear in waiting:
-            enter(threads[linear], linear)
-            try:
-                arrived[linear] = next(paused[linear])
-            except StopIteration:
-                finished.append(linear)
+        arrived: dict[int, int] = {}  # thread -> line of the syncthreads() it waits at
+        finished: list[int] = []
+        # Run every waiting thread to its next barrier or its end. A thread that stops at a warp
+        # shuffle instead gets its value once all threads have stopped, and runs on.
+        running, results = waiting, {}
+        while running:
+            shuffles = {}
+            for linear in running:
+                enter(threads[linear], linear)
+                try:
+                    stop = paused[linear].send(results.get(linear))
+                except StopIteration:
+                    finished.append(linear)
+                    continue
+                if type(stop) is int:
+                    arrived[linear] = stop
+                else:
+                    shuffles[linear] = stop
+            if not shuffles:
+                break
+            results = exchange(shuffles, _whereabouts(arrived, finished), threads, stats)
+            running = list(shuffles)
         if not arrived:
             return
         if finished or len(set(arrived.values())) > 1:
@@ -147,6 +166,18 @@ def _run_block_with_barriers(program, args, threads, stats, memory) -> None:
         stats.barriers += 1
         memory.barrier()
         waiting = list(arrived)
+
+
+def _whereabouts(arrived: dict, finished: list):
+    """For warp errors: where a thread that did not come to a shuffle is instead."""
+    done = set(finished)
+
+    def describe(linear: int) -> str:
+        if linear in arrived:
+            return f"waits at syncthreads() on line {arrived[linear]}"
+        return "finished the kernel" if linear in done else "is at another shuffle"
+
+    return describe
 
 
 def _some(threads: list) -> str:

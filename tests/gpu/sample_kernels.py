@@ -236,3 +236,35 @@ def all_write_one_address(out):
     jit.syncthreads()
     if jit.threadIdx.x == 0:
         out[0] = slot[0]
+
+
+# ---------------------------------------------------------------- warp shuffles
+
+
+@jit.rawkernel()
+def warp_sum(x, out, n):
+    """out[0] = sum(x): each warp adds its 32 values with shfl_down_sync, lane 0 adds the warp's total atomically."""
+    i = jit.grid(1)
+    total = np.float32(0)
+    if i < n:
+        total = x[i]
+    offset = np.uint32(16)  # a shuffle's delta is unsigned
+    while offset > 0:
+        total += jit.shfl_down_sync(0xFFFFFFFF, total, offset)
+        offset = offset // 2  # (cupyx.jit cannot type `offset //= 2` on an unsigned variable)
+    if jit.laneid() == 0:
+        jit.atomic_add(out, 0, total)
+
+
+@jit.rawkernel()
+def warp_shuffles(x, down, up, flipped, broadcast):
+    """Each lane records what the four shuffles give it, with widths 32 and 8.
+
+    (``flipped`` is not called ``xor``: that is a C++ keyword, and NVRTC rejects it as a parameter name.)
+    """
+    i = jit.grid(1)
+    value = x[i]
+    down[i] = jit.shfl_down_sync(0xFFFFFFFF, value, 3)
+    up[i] = jit.shfl_up_sync(0xFFFFFFFF, value, 2, width=8)
+    flipped[i] = jit.shfl_xor_sync(0xFFFFFFFF, value, 5)
+    broadcast[i] = jit.shfl_sync(0xFFFFFFFF, value, 7, width=8)

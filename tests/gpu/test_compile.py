@@ -42,6 +42,8 @@ EXAMPLES = {
     "copy_through_shared": (k.copy_through_shared, (f32, f32, i32, 4)),
     "reverse_dynamic": (k.reverse_dynamic, (f32, f32, 4)),
     "bias_relu": (k.bias_relu, (f32_2d, f32, f32_2d, 4, 4)),
+    "warp_sum": (k.warp_sum, (f32, f32, 4)),
+    "warp_shuffles": (k.warp_shuffles, (f32, f32, f32, f32, f32)),
 }
 
 
