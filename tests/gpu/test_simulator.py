@@ -192,3 +192,34 @@ def test_kernel_calling_a_device_function():
     out = np.zeros((rows, cols), np.float32)
     k.bias_relu[(1, 1), (8, 8)](x, bias, out, rows, cols)
     np.testing.assert_array_equal(out, np.maximum(x + bias, 0))
+
+
+def test_barrier_inside_an_if_block_every_thread_takes():
+    @jit.rawkernel()
+    def maybe_mirror(x, out, mirror):
+        staged = jit.shared_memory(np.float32, 8)
+        tid = jit.threadIdx.x
+        staged[tid] = x[tid]
+        if mirror:  # the same for the whole block: a legal place for a barrier
+            jit.syncthreads()
+            out[tid] = staged[7 - tid]
+        else:
+            out[tid] = staged[tid]
+
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    maybe_mirror[1, 8](x, out, True)
+    np.testing.assert_array_equal(out, x[::-1])
+    maybe_mirror[1, 8](x, out, False)
+    np.testing.assert_array_equal(out, x)
+
+
+def test_lane_ids_follow_the_linear_thread_index_in_2d_blocks():
+    @jit.rawkernel()
+    def record_lanes(out):
+        linear = jit.threadIdx.y * jit.blockDim.x + jit.threadIdx.x
+        out[linear] = jit.laneid() + 100 * (linear // jit.warpsize)
+
+    out = np.zeros(64, np.int64)
+    record_lanes[1, (16, 4)](out)
+    np.testing.assert_array_equal(out, np.arange(64) % 32 + 100 * (np.arange(64) // 32))
