@@ -28,7 +28,16 @@ def test_a_figure_is_displayed_as_a_png_shown_at_the_size_of_the_svg():
     assert PNG_ZOOM >= 2  # sharp on high-density screens and when shrunk
     assert png_size(png) == (round(figure.width * PNG_ZOOM), round(figure.height * PNG_ZOOM))
     assert metadata["image/png"] == {"width": round(figure.width), "height": round(figure.height)}
-    assert data["text/plain"].startswith("SVGFigure(")
+    assert data["text/plain"].startswith(f"<figure {round(figure.width)} x {round(figure.height)} px, SVG sha256 ")
+
+
+def test_the_text_nbval_compares_pins_the_exact_drawing():
+    """nbval skips PNG, so the figure's text/plain carries a digest of its SVG: any change to the drawing shows."""
+    figure = draw_layouts()
+    same = DisplayFormatter().format(draw_layouts())[0]["text/plain"]
+    assert DisplayFormatter().format(figure)[0]["text/plain"] == same
+    nudged = SVGFigure(figure.body.replace(">", " >", 1), figure.width, figure.height)
+    assert DisplayFormatter().format(nudged)[0]["text/plain"] != same
 
 
 def test_text_is_drawn_with_the_bundled_fonts():

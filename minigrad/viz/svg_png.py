@@ -15,6 +15,9 @@ Invariants
   a figure looks the same on every machine (and on one with no fonts at all).
 - ``svg_png`` returns None, never raises, when the rasterizer (the
   ``resvg-py`` package) is missing or fails: the SVG is shown instead.
+- A figure shown as PNG carries, as its ``text/plain``, its size and a digest
+  of its SVG: nbval ignores PNG but compares that text, so the committed
+  notebooks still pin every figure's exact drawing.
 - The PNG is drawn at ``PNG_ZOOM`` times the SVG's size and displayed at the
   SVG's size (the metadata of ``png_bundle``): sharp on high-density screens
   and when shrunk to a narrow output.
@@ -23,10 +26,11 @@ Invariants
 from __future__ import annotations
 
 import base64
+import hashlib
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["svg_png", "png_bundle", "display_bundle", "PNG_ZOOM"]
+__all__ = ["svg_png", "png_bundle", "display_bundle", "figure_summary", "PNG_ZOOM"]
 
 PNG_ZOOM = 2
 FONT_FILES = ("DejaVuSansMono.ttf", "DejaVuSansMono-Bold.ttf", "DejaVuSans.ttf", "DejaVuSans-Bold.ttf")
@@ -77,4 +81,12 @@ def display_bundle(svg: str, width: float, height: float) -> tuple[dict[str, str
     full width (see the module docstring).
     """
     data, metadata = png_bundle(svg, width, height)
-    return (data, metadata) if data else ({"image/svg+xml": svg}, {})
+    if not data:
+        return {"image/svg+xml": svg}, {}
+    return {**data, "text/plain": figure_summary(svg, width, height)}, metadata
+
+
+def figure_summary(svg: str, width: float, height: float) -> str:
+    """A line that names the figure's size and pins its exact SVG (what nbval compares)."""
+    digest = hashlib.sha256(svg.encode("utf-8")).hexdigest()[:16]
+    return f"<figure {round(width)} x {round(height)} px, SVG sha256 {digest}>"
