@@ -43,4 +43,4 @@ class LogSoftmax(Function):
     def backward(ctx, grad):
         """``(d loss/d a, None)`` from ``grad = d loss/d y`` and the saved output ``y``."""
         # TODO Exercise 4.4
-        raise NotImplementedError('Exercise 4.4: the Jacobian is identity minus the probabilities, and exp(output) gives the probabilities; one gradient per forward argument')
+        raise NotImplementedError("Exercise 4.4: section 7's Jacobian of log-softmax, computed from the saved output alone; one gradient per argument of forward")

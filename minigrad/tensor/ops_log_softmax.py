@@ -43,7 +43,7 @@ class LogSoftmax(Function):
 
     def backward(ctx, grad):
         """``(d loss/d a, None)`` from ``grad = d loss/d y`` and the saved output ``y``."""
-        ### BEGIN SOLUTION 4.4 | the Jacobian is identity minus the probabilities, and exp(output) gives the probabilities; one gradient per forward argument
+        ### BEGIN SOLUTION 4.4 | section 7's Jacobian of log-softmax, computed from the saved output alone; one gradient per argument of forward
         (out,) = ctx.saved_tensors
         probabilities = np.exp(out)
         return grad - probabilities * grad.sum(axis=ctx.dim, keepdims=True), None
