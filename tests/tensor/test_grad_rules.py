@@ -165,3 +165,17 @@ def test_chapter_04_regions_live_in_the_rules_the_op_and_the_driver():
                 owners.setdefault(region.exercise, set()).add(path.name)
     assert owners == {"4.1": {"grad_rules.py"}, "4.2": {"grad_rules.py"}, "4.3": {"grad_rules.py"},
                       "4.4": {"ops_log_softmax.py"}, "4.5": {"autograd.py"}}
+
+
+def test_a_plugged_in_copy_of_the_driver_never_lets_two_leaves_share_a_gradient(tmp_path):
+    """use_exercise swaps run_backward for a copy whose helpers see no backward() in progress: they must copy."""
+    from minigrad.grading import use_exercise
+
+    solutions = Path(__file__).resolve().parents[2] / "solutions" / "04_backward.py"
+    a = mt.tensor([1.0, 2.0], requires_grad=True)
+    b = mt.tensor([3.0, 4.0], requires_grad=True)
+    with use_exercise("4.5", path=solutions):
+        ((a + b) * mt.tensor([5.0, 6.0])).sum().backward()  # Add sends the same fresh array to both leaves
+    assert not np.shares_memory(a.grad.cpu().numpy(), b.grad.cpu().numpy())
+    a.grad += 1.0
+    assert b.grad.tolist() == [5.0, 6.0]
