@@ -52,7 +52,7 @@ def _close(actual, expected, what: str, rtol: float = 1e-6, atol: float = 1e-8) 
     actual = np.asarray(actual)
     assert actual.shape == np.shape(expected), f"{what}: shape {actual.shape}, expected {np.shape(expected)}"
     if not np.allclose(actual, expected, rtol=rtol, atol=atol):
-        worst = np.unravel_index(np.argmax(np.abs(actual - expected)), actual.shape) if actual.ndim else ()
+        worst = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(actual - expected)), actual.shape)) if actual.ndim else ()
         raise AssertionError(
             f"{what}: wrong values; worst at {worst}: got {np.asarray(actual)[worst]:.8g}, "
             f"expected {np.asarray(expected)[worst]:.8g}"

@@ -177,7 +177,7 @@ def _close(got, expected, what: str, rtol: float = 1e-9, atol: float = 1e-12) ->
     got = np.asarray(got)
     assert got.shape == np.shape(expected), f"{what}: .grad has shape {got.shape}, expected {np.shape(expected)}"
     if not np.allclose(got, expected, rtol=rtol, atol=atol):
-        worst = np.unravel_index(np.argmax(np.abs(got - expected)), got.shape) if got.ndim else ()
+        worst = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(got - expected)), got.shape)) if got.ndim else ()
         raise AssertionError(f"{what}: wrong gradient at {worst}: got {got[worst]:.8g}, expected {np.asarray(expected)[worst]:.8g}")
 
 

@@ -68,7 +68,7 @@ def _values_close(got: dict, x: np.ndarray, dim: int, what: str, rtol: float, at
     )
     expected = _log_softmax(x, dim)
     if not np.allclose(values, expected, rtol=rtol, atol=atol):
-        worst = np.unravel_index(np.argmax(np.abs(values - expected)), values.shape)
+        worst = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(values - expected)), values.shape))
         raise AssertionError(f"{what}: wrong value at {worst}: got {values[worst]:.8g}, expected {expected[worst]:.8g}")
 
 
@@ -149,7 +149,7 @@ def test_backward_with_large_scores(learner, rng):
     w = weights[0]
     expected = w - probabilities * w.sum(axis=1, keepdims=True)
     if not np.allclose(got, expected, rtol=1e-7, atol=1e-9):
-        worst = np.unravel_index(np.argmax(np.abs(got - expected)), got.shape)
+        worst = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(got - expected)), got.shape))
         raise AssertionError(f"log_softmax near +1000: wrong gradient at {worst}: got {got[worst]:.8g}, expected {expected[worst]:.8g}")
     assert np.allclose(got.sum(axis=1), 0.0, atol=1e-9), (
         "log_softmax: the gradient of each row must sum to 0 (adding a constant to all scores changes nothing)"
