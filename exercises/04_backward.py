@@ -11,10 +11,14 @@
    exercise 1.4, on tensor nodes);
 2. visit them in *reverse* order, starting with d(loss)/d(loss) = 1: each node
    turns the gradient of its output into gradients of its inputs
-   (:func:`input_gradients`); gradients arriving at a node from several
+   (``input_gradients``); gradients arriving at a node from several
    consumers are added up before it is visited (:func:`run_backward`, the
    exercise);
 3. at the leaves, the result is added into ``leaf.grad``.
+
+What is not the algorithm — checking what each ``backward`` returned, storing
+a gradient into ``.grad`` without a needless copy, the seed's checks — is in
+:mod:`.backward_steps`.
 
 Invariants
 - A node is visited once per backward call, after all its consumers.
@@ -30,15 +34,12 @@ Invariants
 
 from __future__ import annotations
 
-from minigrad.tensor import anomaly as _anomaly
-from minigrad.tensor import bfloat16_compute as _bf16
-from minigrad.tensor import hooks
-from minigrad.tensor.backend import array_module
-from minigrad.tensor.errors import ShapeError
+from minigrad.tensor import backward_steps
+from minigrad.tensor.backward_steps import add_grad, input_gradients, store_grad
 from minigrad.tensor.function import AccumulateGrad
-from minigrad.tensor.tensor import Tensor, make_tensor
+from minigrad.tensor.tensor import Tensor
 
-__all__ = ["backward", "topological_order", "run_backward", "input_gradients", "store_grad", "add_grad"]
+__all__ = ["backward", "topological_order", "run_backward"]
 
 
 def topological_order(root) -> list:
@@ -80,15 +81,10 @@ def backward(tensor: Tensor, gradient=None, retain_graph: bool = False) -> None:
             f"is nothing to differentiate. Create the inputs with requires_grad=True (and do not compute "
             f"the loss inside no_grad())"
         )
-    seed = _seed(tensor, gradient)
-    if hooks.observers:  # report the gradients in flight as temporaries
-        hooks.track(seed, hooks.TEMPORARY, tensor._device)
+    seed = backward_steps.seed_gradient(tensor, gradient)
     root = tensor.grad_fn if tensor.grad_fn is not None else tensor._accumulate_grad_node()
-    _passes.append((set(), tensor._device))
-    try:
+    with backward_steps.one_pass(tensor._device):
         run_backward(root, seed, retain_graph)
-    finally:
-        _passes.pop()
 
 
 def run_backward(root, seed, retain_graph: bool) -> None:
@@ -102,12 +98,12 @@ def run_backward(root, seed, retain_graph: bool) -> None:
     - Each node is visited once, after every node that consumed its output
       (the order is :func:`topological_order`'s, read backwards), with the
       *sum* of what all its consumers sent it: a tensor used twice gets both
-      contributions. :func:`input_gradients` turns a node's gradient into one
-      gradient (or None) per entry of ``_parents``.
+      contributions. ``input_gradients(node, grad)`` turns a node's gradient
+      into one gradient (or None) per entry of ``_parents``.
     - A leaf's gradient ends in its ``.grad`` (``node.variable`` is the leaf,
       None if it no longer exists): the first gradient is stored
-      (:func:`store_grad`), later ones, in this or a later backward call, are
-      added to it (:func:`add_grad`). A non-leaf keeps its gradient in the same
+      (``store_grad``), later ones, in this or a later backward call, are
+      added to it (``add_grad``). A non-leaf keeps its gradient in the same
       way only if it called ``retain_grad()``: then ``node._retain()`` returns it.
     - Unless ``retain_graph``, a visited node forgets what it saved (set its
       ``_saved`` to None), so its memory is freed; a second backward through
@@ -116,114 +112,3 @@ def run_backward(root, seed, retain_graph: bool) -> None:
     """
     # TODO Exercise 4.5
     raise NotImplementedError('Exercise 4.5: keep a running sum of gradient per node; visit the nodes consumers-first; leaves (and retain_grad tensors) store or add their gradient; others pass theirs to their parents; free what was saved unless asked to keep it')
-
-
-# --------------------------------------------------------------------------- given helpers
-
-
-def input_gradients(node, grad) -> tuple:
-    """``node.backward(grad)`` as a tuple with one gradient (or None) per entry of ``node._parents``.
-
-    Checks what the op returned (the count, and each gradient's shape against
-    its input's) and raises an error naming the op. bfloat16 nodes run in
-    float32 (:mod:`.bfloat16_compute`); under ``detect_anomaly()`` NaN/Inf is
-    reported at the op that made it.
-    """
-    observed = bool(hooks.observers)
-    if observed:  # a sum of gradients made by run_backward is reported when it is used
-        device = node._device or (_passes[-1][1] if _passes else None)
-        hooks.track(grad, hooks.TEMPORARY, device)
-    input_grads = node.backward(grad) if not node._bf16 else _bf16.backward(node, grad)
-    if type(input_grads) is not tuple:
-        input_grads = (input_grads,)
-    if _anomaly.enabled:
-        _anomaly.check_backward(node, grad, input_grads)
-    parents = node._parents
-    if len(input_grads) != len(parents):
-        raise RuntimeError(
-            f"{node.name}: backward returned {len(input_grads)} gradients but forward had "
-            f"{len(parents)} inputs; return one gradient (or None) per input"
-        )
-    for parent, g in zip(parents, input_grads):
-        if not parent or g is None:
-            continue
-        if g.shape != parent.output_shape:
-            raise ShapeError(
-                f"{node.name}: backward returned a gradient of shape {tuple(g.shape)} for an input of "
-                f"shape {tuple(parent.output_shape)}; a gradient must have its input's shape "
-                f"(sum over broadcast dimensions with unbroadcast)"
-            )
-        if observed:  # a leaf's gradient usually becomes its .grad as is
-            tag = hooks.GRADIENT if type(parent) is AccumulateGrad else hooks.TEMPORARY
-            hooks.track(g, tag, device)
-    return input_grads
-
-
-def store_grad(tensor: Tensor, grad) -> None:
-    """``tensor.grad = grad`` for a tensor without a gradient yet (in its dtype and layout; copied only if shared)."""
-    grad = _checked(tensor, grad)
-    if tensor._data.flags.c_contiguous and not grad.flags.c_contiguous:
-        # as in PyTorch, a gradient takes its leaf's layout: optimizer updates then run over
-        # matching memory (mixing C- and Fortran-ordered operands makes them several times slower)
-        grad = array_module(grad).ascontiguousarray(grad)
-    tensor._grad = make_tensor(_own(grad), tensor._device, tag=hooks.GRADIENT)
-    if hooks.observers:  # a gradient in flight adopted as .grad: it is a gradient now
-        hooks.retag(tensor._grad._data, hooks.GRADIENT, (hooks.TEMPORARY,))
-
-
-def add_grad(tensor: Tensor, grad) -> None:
-    """``tensor.grad += grad``, in place (the same buffer; its version counter moves)."""
-    grad = _checked(tensor, grad)
-    current = tensor._grad
-    current._data += grad
-    current._version_counter.value += 1
-
-
-# --------------------------------------------------------------------------- internals
-
-# one entry per backward call in progress: (ids of the arrays adopted as a .grad, the device of the pass)
-_passes: list[tuple[set[int], object]] = []
-
-
-def _checked(tensor: Tensor, grad):
-    if _anomaly.enabled:
-        _anomaly.check_leaf_gradient(tensor, grad)
-    if grad.dtype != tensor._data.dtype:
-        grad = grad.astype(tensor._data.dtype)
-    if grad.shape != tensor._data.shape:
-        raise ShapeError(f"AccumulateGrad: gradient of shape {grad.shape} for a leaf of shape {tensor.shape}")
-    return grad
-
-
-def _own(array):
-    """``array`` itself if this pass made it and nobody else holds it, otherwise a copy."""
-    if not _passes:  # called outside backward() (e.g. this module's copy, plugged in by use_exercise): play safe
-        return array.copy()
-    adopted = _passes[-1][0]
-    root = array if array.base is None else hooks._root(array)
-    if id(root) not in adopted and getattr(array.flags, "writeable", True) and root.flags.owndata:
-        adopted.add(id(root))
-        return array
-    return array.copy()
-
-
-def _seed(tensor: Tensor, gradient):
-    data = tensor._data
-    if gradient is None:
-        if data.size != 1:
-            raise RuntimeError(
-                f"backward: grad can be implicitly created only for one-element outputs, this one has shape "
-                f"{tensor.shape}. Reduce it to a scalar first (loss = out.sum() or out.mean()), or pass "
-                f"gradient=d(final)/d(out) with the same shape"
-            )
-        return array_module(data).ones(data.shape, dtype=data.dtype)
-    if not isinstance(gradient, Tensor):
-        gradient = Tensor(gradient, dtype=tensor.dtype, device=tensor.device)
-    if gradient.shape != tensor.shape:
-        raise ShapeError(
-            f"backward: gradient has shape {gradient.shape} but the tensor has shape {tensor.shape}; "
-            f"they must match"
-        )
-    if gradient.device is not tensor.device:
-        raise ShapeError(f"backward: gradient is on {gradient.device} but the tensor is on {tensor.device}")
-    return gradient._data.astype(data.dtype, copy=True)
