@@ -204,7 +204,7 @@ def test_a_file_of_another_chapter_is_named_as_such():
     assert run.returncode == 2
     assert "does not look like chapter 02's exercise file" in run.stderr and "minigrad grade 01" in run.stderr
     with pytest.raises(ValueError, match="does not look like chapter 04"):
-        grade("04", ROOT / "solutions" / "03_tensors.py", show=False)
+        grade("4.1", ROOT / "solutions" / "03_tensors.py", show=False)
 
 
 def test_a_misnamed_file_in_a_folder_of_submissions_scores_zero_with_the_reason(tmp_path):

@@ -124,18 +124,13 @@ _spawn()
 
 
 def test_importing_the_reference_rules_scores_zero_on_chapter_04():
-    results = grade("04", HOSTILE / "import_reference_04.py", timeout=60, show=False)
+    results = grade("4.1", HOSTILE / "import_reference_04.py", timeout=60, show=False)
     assert all(score == 0 for score in _scores(results).values()), _outputs(results)
 
 
-def test_recursive_topological_sort_scores_zero_on_4_5(tmp_path):
-    text = (ROOT / "solutions" / "04_tensor_autograd.py").read_text()
-    start = text.index("def topological_order(root) -> list:")
-    recursive = '''def topological_order(root) -> list:
-    import sys
-
-    sys.setrecursionlimit(10**6)
-    order, seen = [], set()
+def test_a_backward_pass_that_recurses_through_the_graph_loses_points_on_4_5(tmp_path):
+    text = (ROOT / "solutions" / "04_backward.py").read_text()
+    recursive_order = '''    order, seen = [], set()
 
     def visit(node):
         if node not in seen:
@@ -146,11 +141,12 @@ def test_recursive_topological_sort_scores_zero_on_4_5(tmp_path):
             order.append(node)
 
     visit(root)
-    return order
+    for node in reversed(order):
 '''
-    path = tmp_path / "04_recursive.py"
-    path.write_text(text[:start] + recursive)
+    text = text.replace("    for node in reversed(topological_order(root)):\n", recursive_order, 1)
+    assert "visit(root)" in text
+    path = tmp_path / "04_backward.py"
+    path.write_text(text)
     results = grade("4.5", path, timeout=60, show=False)
     scores, outputs = _scores(results), _outputs(results)
-    assert scores["4.5"] == 0 and "must be iterative" in outputs["4.5"] and "visit -> visit" in outputs["4.5"]
-    assert scores["4.1"] == 3  # the rest of the file is still graded on its merits
+    assert 0 < scores["4.5"] < 5 and "20000" in outputs["4.5"].replace(",", "") and "RecursionError" in outputs["4.5"]

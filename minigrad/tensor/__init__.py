@@ -2,7 +2,7 @@
 
 Reading order
 -------------
-The files that carry the chapters' ideas, in the order to read them (1,584 lines in all):
+The files that carry the chapters' ideas, in the order to read them (1,530 lines in all):
 
 Chapter 03 (data):
 
@@ -21,15 +21,17 @@ Chapter 04 (autograd):
 4. ``function.py`` (295 lines): :class:`Function` — ``forward``/``backward``,
    ``save_for_backward`` — and ``Function.apply``, which runs an op and
    leaves its node in the graph; ``no_grad``.
-5. ``autograd.py`` (161 lines): the backward pass — topological order,
-   gradients added up over the graph, leaves, ``retain_graph``.
-6. ``grad_rules.py`` (214 lines): the backward rules with an idea in them
-   (``unbroadcast``, matmul, sum/mean, log-softmax, the graph order): the
-   chapter's exercises. Its ``product`` (a float16 matmul done in float32) is a
-   speed path.
-7. ``inplace.py`` (137 lines): in-place ops and the version counter that
+5. ``ops_log_softmax.py`` (50 lines): one op written out as a ``Function``
+   (exercise 4.4): a forward that cannot overflow, a backward from the
+   saved output.
+6. ``autograd.py`` (134 lines): the backward pass — topological order,
+   gradients added up over the graph, leaves, ``retain_grad``,
+   ``retain_graph`` (the driver is exercise 4.5).
+7. ``grad_rules.py`` (137 lines): the backward rules with an idea in them
+   (``unbroadcast``, matmul, sum/mean): exercises 4.1-4.3.
+8. ``inplace.py`` (137 lines): in-place ops and the version counter that
    catches a saved tensor modified before backward.
-8. ``gradcheck.py`` (115 lines): backward against finite differences, in float64.
+9. ``gradcheck.py`` (115 lines): backward against finite differences, in float64.
 
 Extensions (not on the reading path)
 ------------------------------------
@@ -46,6 +48,8 @@ The Tensor's methods and the helpers of the core, each named for what it does:
 - ``inplace_index.py`` (53 lines): ``x[key] = v``, ``fill_``, ``zero_``, ``copy_``, by ``inplace.py``'s rules.
 - ``inplace_writes.py`` (46 lines): writing into memory unrecorded, and NumPy's refusals as clear errors.
 - ``gradcheck_result.py`` (35 lines): what ``gradcheck`` reports, and its error.
+- ``backward_steps.py`` (153 lines): what the backward pass does besides its algorithm: a
+  node's ``backward`` run and checked, a gradient stored in ``.grad`` without a needless copy, the seed.
 
 The op catalogue: every op is a :class:`Function` built as ``function.py``
 shows, its non-trivial rule in ``grad_rules.py``; read one or two (``Mul``,
@@ -54,9 +58,9 @@ shows, its non-trivial rule in ``grad_rules.py``; read one or two (``Mul``,
 - ``ops_elementwise.py`` (591 lines): arithmetic, activations, comparisons.
   GELU's ``erf`` approximation is there for PyTorch compatibility.
 - ``ops_reduce.py`` (263 lines): sum, mean, max/min, var/std, argmax.
-- ``ops_matmul.py`` (103 lines): ``a @ b`` with 1-D and batched operands.
-- ``ops_nn.py`` (160 lines): softmax, log_softmax, logsumexp (max subtracted
-  first), one_hot, pad.
+- ``ops_matmul.py`` (104 lines): ``a @ b`` with 1-D and batched operands.
+- ``ops_nn.py`` (146 lines): softmax, logsumexp (max subtracted first),
+  ``log_softmax`` (its node is in ``ops_log_softmax.py``), one_hot, pad.
 - ``ops_index.py`` (152 lines): ``x[key]`` (basic keys give views) and recorded ``x[key] = v``.
 - ``ops_squeeze.py`` (56 lines): squeeze, unsqueeze, flatten: reshapes named by the dimensions they change.
 - ``ops_join.py`` (121 lines): cat, stack, split, chunk.
@@ -77,6 +81,9 @@ precision, checkpointing), which plug in here instead of patching the core:
 - ``dispatch.py`` (128 lines): a device type's own kernel for an op.
 - ``hooks.py`` (281 lines): allocation observers and the dtype policy (autocast).
 - ``bfloat16_compute.py`` (102 lines): ops on bfloat16 data computed in float32, rounded once.
+- ``fast_float16.py`` (43 lines): speed path — float16 matrix products on the
+  CPU computed in float32 (NumPy's own are ~200x slower), equal to the clear
+  rules' results rounded to float16.
 - ``cast_cache.py`` (100 lines): each weight cast once per autocast region.
 - ``saved_tensors.py`` (122 lines): ``saved_tensors_hooks``, pack/unpack around
   what backward keeps (checkpointing, offloading).

@@ -67,7 +67,7 @@ from minigrad.nn.functional._utils import (
 )
 from minigrad.tensor import Function, ShapeError, Tensor, array_module
 from minigrad.tensor.hooks import report_temporary
-from minigrad.tensor.grad_rules import product
+from minigrad.tensor.fast_float16 import product
 
 __all__ = [
     "conv2d", "im2col", "col2im", "conv_output_size", "check_conv_input", "Conv2dFunction", "taps_first",
