@@ -6,9 +6,9 @@
 
 Every ``Value`` remembers the values it was computed from (``_children``) and,
 recorded when the forward op runs, the local derivative of its output with
-respect to each of them (``_local_grads``). Backward is the chain rule and
-nothing else: walk the graph from the output to the leaves and add
-``local_grad * node.grad`` into each child.
+respect to each of them (``_local_grads``). Backward is then the chain rule
+and nothing else, applied from the output towards the leaves; it never needs
+to know which op made a node.
 
 Invariants
 - ``len(v._children) == len(v._local_grads)`` for every node.

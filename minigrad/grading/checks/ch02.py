@@ -353,7 +353,8 @@ def test_training_loop_matches_the_reference_run(learner, rng):
         lr_end = lr * rng.uniform(0.1, 0.9) if run else None
         args = (values, hidden, points, labels, steps, lr, lr_end, alpha)
         answer = learner.probe("run_training", *args)
-        what = f"{steps} steps on {len(points)} random points (lr {lr:.3g} -> {lr_end if lr_end is None else f'{lr_end:.3g}'}, alpha {alpha:.3g})"
+        schedule = f"lr {lr:.3g} falling towards {lr_end:.3g}" if run else f"constant lr {lr:.3g}"
+        what = f"{steps} steps on {len(points)} random points ({schedule}, alpha {alpha:.3g})"
         _compare_runs(answer, *_reference_run(*args), what)
         expected_lrs = [lr + ((lr if lr_end is None else lr_end) - lr) * k / steps for k in range(steps)]
         assert [r[0] for r in answer["reported"]] == list(range(steps)), "on_step is called once per step, in order"
