@@ -53,7 +53,7 @@ def test_reference_is_out_of_reach_with_a_clear_reason():
 def _recursive_chapter_01(tmp_path) -> Path:
     text = (ROOT / "solutions" / "01_scalar_autograd.py").read_text()
     start = text.index("def topological_order(root: Value) -> list[Value]:")
-    end = text.index("def vsum(")
+    end = len(text)
     recursive = '''def topological_order(root: Value) -> list[Value]:
     import sys
 
@@ -69,20 +69,18 @@ def _recursive_chapter_01(tmp_path) -> Path:
 
     visit(root)
     return order
-
-
 '''
     path = tmp_path / "01_recursive.py"
     path.write_text(text[:start] + recursive + text[end:])
     return path
 
 
-def test_recursive_topological_sort_scores_zero_on_1_4(tmp_path):
+def test_recursive_topological_sort_scores_zero_on_1_2(tmp_path):
     results = grade("01", _recursive_chapter_01(tmp_path), timeout=60, show=False)
     scores, outputs = _scores(results), _outputs(results)
-    assert scores["1.4"] == 0, outputs["1.4"]
-    assert "must be iterative" in outputs["1.4"] and "visit -> visit" in outputs["1.4"]
-    assert scores["1.1"] == 2 and scores["1.5"] == 4  # the rest of the file is still graded on its merits
+    assert scores["1.2"] == 0, outputs["1.2"]
+    assert "must be iterative" in outputs["1.2"] and "visit -> visit" in outputs["1.2"]
+    assert scores["1.1"] == 4 and scores["1.3"] == 4  # the rest of the file is still graded on its merits
 
 
 def test_a_recursive_helper_hidden_from_the_ast_check_is_caught_by_the_depth_probe(tmp_path):
@@ -92,8 +90,8 @@ def test_a_recursive_helper_hidden_from_the_ast_check_is_caught_by_the_depth_pro
     path = tmp_path / "01_hidden.py"
     path.write_text(text)
     results = grade("01", path, timeout=60, show=False)
-    assert _scores(results)["1.4"] == 0
-    assert "call depth" in _outputs(results)["1.4"]
+    assert _scores(results)["1.2"] == 0
+    assert "call depth" in _outputs(results)["1.2"]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process sweeping is checked through /proc")
