@@ -2,11 +2,11 @@
 
 Reading order
 -------------
-The files that carry the chapters' ideas, in the order to read them (1,530 lines in all):
+The files that carry the chapters' ideas, in the order to read them (1,490 lines in all):
 
 Chapter 03 (data):
 
-1. ``strides.py`` (291 lines): storage, shape, strides and offset; index to
+1. ``strides.py`` (281 lines): storage, shape, strides and offset; index to
    position and back; contiguity; broadcasting; the strides of permute,
    expand and view; the strided walk behind ``contiguous()``, in plain Python.
 2. ``tensor.py`` (207 lines): the :class:`Tensor` — one backend array plus
@@ -29,9 +29,9 @@ Chapter 04 (autograd):
    ``retain_graph`` (the driver is exercise 4.5).
 7. ``grad_rules.py`` (137 lines): the backward rules with an idea in them
    (``unbroadcast``, matmul, sum/mean): exercises 4.1-4.3.
-8. ``inplace.py`` (137 lines): in-place ops and the version counter that
+8. ``inplace.py`` (114 lines): in-place ops and the version counter that
    catches a saved tensor modified before backward.
-9. ``gradcheck.py`` (115 lines): backward against finite differences, in float64.
+9. ``gradcheck.py`` (108 lines): backward against finite differences, in float64.
 
 Extensions (not on the reading path)
 ------------------------------------
@@ -45,7 +45,7 @@ The Tensor's methods and the helpers of the core, each named for what it does:
 - ``version_checks.py`` (65 lines): which saved arrays backward checks against which version counters.
 - ``dtype_policy_casts.py`` (30 lines): an op's arguments cast as the dtype policy (autocast) asks.
 - ``shape_args.py`` (42 lines): size arguments of the shape ops, ``-1`` inferred.
-- ``inplace_index.py`` (53 lines): ``x[key] = v``, ``fill_``, ``zero_``, ``copy_``, by ``inplace.py``'s rules.
+- ``inplace_ops.py`` (77 lines): ``add_``, ``sub_``, ``mul_``, ``div_``, ``x[key] = v``, ``fill_``, ``zero_``, ``copy_``, by ``inplace.py``'s rules.
 - ``inplace_writes.py`` (46 lines): writing into memory unrecorded, and NumPy's refusals as clear errors.
 - ``gradcheck_result.py`` (35 lines): what ``gradcheck`` reports, and its error.
 - ``backward_steps.py`` (153 lines): what the backward pass does besides its algorithm: a

@@ -35,15 +35,8 @@ def _outputs(result) -> tuple[Tensor, ...]:
     return tuple(outs)
 
 
-def gradcheck(
-    fn,
-    inputs,
-    eps: float = 1e-6,
-    atol: float = 1e-5,
-    rtol: float = 1e-3,
-    raise_exception: bool = True,
-    seed: int = 0,
-) -> GradcheckResult:
+def gradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+              raise_exception: bool = True, seed: int = 0) -> GradcheckResult:
     """Compare ``backward()`` of ``fn(*inputs)`` with central differences; see the module docstring.
 
     ``inputs``: a tensor or a sequence of tensors and other arguments; the

@@ -18,24 +18,21 @@ Rules, as in PyTorch:
 - minigrad refuses recorded in-place changes to a *view* of a tensor (PyTorch
   rewrites the base's graph; we keep the core small): clone the view first.
 
-``x[key] = v``, ``fill_``/``zero_`` and ``copy_`` follow the same rules (``inplace_index.py``).
+The ops themselves (``add_``... ``x[key] = v``, ``fill_``, ``copy_``) are in ``inplace_ops.py``.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from minigrad.tensor import saved_tensors as _saved_tensors
-from minigrad.tensor.dtypes import is_floating_point
-from minigrad.tensor.errors import DTypeError, ShapeError
+from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import _GradMode
 from minigrad.tensor.hooks import _root
 from minigrad.tensor.inplace_writes import operand_data, write_error
 from minigrad.tensor.ops_convert import cast
-from minigrad.tensor.ops_elementwise import Add, Div, Mul, Sub, _as_operand
+from minigrad.tensor.ops_elementwise import _as_operand
 from minigrad.tensor.tensor import Tensor, VersionCounter, make_tensor
 
-__all__ = ["add_", "sub_", "mul_", "div_"]
+__all__ = ["binary_"]
 
 
 def _recording(t: Tensor, other) -> bool:
@@ -96,7 +93,7 @@ def _alias(t: Tensor) -> Tensor:
     return make_tensor(data, t._device, t._requires_grad, t.grad_fn, VersionCounter())
 
 
-def _binary_(t: Tensor, other, fn_cls, ufunc, op: str, alpha=1) -> Tensor:
+def binary_(t: Tensor, other, fn_cls, ufunc, op: str, alpha=1) -> Tensor:
     """``t = t (op) (alpha * other)`` in place; recorded as ``fn_cls`` when autograd is recording."""
     if _recording(t, other):
         _check_can_record(t, op)
@@ -115,23 +112,3 @@ def _binary_(t: Tensor, other, fn_cls, ufunc, op: str, alpha=1) -> Tensor:
     except (TypeError, ValueError) as exc:
         raise write_error(t, other, op, exc) from None
     return _bump(t)
-
-
-def add_(t: Tensor, other, alpha=1) -> Tensor:
-    """``t += alpha * other`` in place (``alpha`` as in PyTorch's ``add_``, which optimizers use)."""
-    return _binary_(t, other, Add, np.add, "add_", alpha)
-
-
-def sub_(t: Tensor, other, alpha=1) -> Tensor:
-    """``t -= alpha * other`` in place."""
-    return _binary_(t, other, Sub, np.subtract, "sub_", alpha)
-
-
-def mul_(t: Tensor, other) -> Tensor:
-    return _binary_(t, other, Mul, np.multiply, "mul_")
-
-
-def div_(t: Tensor, other) -> Tensor:
-    if not is_floating_point(t._data.dtype):
-        raise DTypeError(f"div_: true division of the {t.dtype} tensor cannot be stored in place; use x = x / y")
-    return _binary_(t, other, Div, np.true_divide, "div_")

@@ -27,16 +27,15 @@ ReduceResult = namedtuple("ReduceResult", "values indices")
 ReduceResult.__doc__ = "What ``x.max(dim)`` / ``x.min(dim)`` return: the values and their indices (as ``torch.return_types.max``)."
 
 # the modules the methods call, bound by bind_ops() once Tensor exists
-_core = _printing = _convert = _inplace = _inplace_index = None
+_core = _printing = _convert = _inplace_ops = None
 _ew = _index = _join = _mm = _nn = _red = _shape = _squeeze = None
 
 
 def bind_ops() -> None:
     """Import the modules the methods call; ``tensor.py`` runs this right after defining ``Tensor``."""
-    global _core, _printing, _convert, _inplace, _inplace_index
+    global _core, _printing, _convert, _inplace_ops
     global _ew, _index, _join, _mm, _nn, _red, _shape, _squeeze
-    from minigrad.tensor import inplace as _inplace
-    from minigrad.tensor import inplace_index as _inplace_index
+    from minigrad.tensor import inplace_ops as _inplace_ops
     from minigrad.tensor import ops_convert as _convert
     from minigrad.tensor import ops_elementwise as _ew
     from minigrad.tensor import ops_index as _index
@@ -491,42 +490,42 @@ class TensorMethods:
         return _index.getitem(self, key)
 
     def __setitem__(self, key, value):
-        _inplace_index.setitem_(self, key, value)
+        _inplace_ops.setitem_(self, key, value)
 
     # ------------------------------------------------------------------ in-place ops
 
     def add_(self, other, alpha=1):
-        return _inplace.add_(self, other, alpha=alpha)
+        return _inplace_ops.add_(self, other, alpha=alpha)
 
     def sub_(self, other, alpha=1):
-        return _inplace.sub_(self, other, alpha=alpha)
+        return _inplace_ops.sub_(self, other, alpha=alpha)
 
     def mul_(self, other):
-        return _inplace.mul_(self, other)
+        return _inplace_ops.mul_(self, other)
 
     def div_(self, other):
-        return _inplace.div_(self, other)
+        return _inplace_ops.div_(self, other)
 
     def zero_(self):
-        return _inplace_index.fill_(self, 0)
+        return _inplace_ops.fill_(self, 0)
 
     def fill_(self, value):
-        return _inplace_index.fill_(self, value)
+        return _inplace_ops.fill_(self, value)
 
     def copy_(self, src):
-        return _inplace_index.copy_(self, src)
+        return _inplace_ops.copy_(self, src)
 
     def __iadd__(self, other):
-        return _inplace.add_(self, other)
+        return _inplace_ops.add_(self, other)
 
     def __isub__(self, other):
-        return _inplace.sub_(self, other)
+        return _inplace_ops.sub_(self, other)
 
     def __imul__(self, other):
-        return _inplace.mul_(self, other)
+        return _inplace_ops.mul_(self, other)
 
     def __itruediv__(self, other):
-        return _inplace.div_(self, other)
+        return _inplace_ops.div_(self, other)
 
 
 def _address(array) -> int:

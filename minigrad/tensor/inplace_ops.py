@@ -1,4 +1,4 @@
-"""In-place writes through an index: ``x[key] = v``, and ``fill_``/``zero_``/``copy_`` built on it.
+"""The in-place ops: ``add_``, ``sub_``, ``mul_``, ``div_``, ``x[key] = v``, and ``fill_``/``zero_``/``copy_``.
 
 They follow :mod:`.inplace`'s rules: unrecorded, the value is written into
 memory and the version bumped; recorded, the write becomes a ``SetItem`` node
@@ -7,15 +7,19 @@ whose input is the tensor's old value.
 
 from __future__ import annotations
 
+import numpy as np
+
 from minigrad.tensor.backend import transfer
-from minigrad.tensor.inplace import _alias, _bump, _check_can_record, _rebase, _recording
+from minigrad.tensor.dtypes import is_floating_point
+from minigrad.tensor.errors import DTypeError
+from minigrad.tensor.inplace import _alias, _bump, _check_can_record, _rebase, _recording, binary_
 from minigrad.tensor.inplace_writes import operand_data, write_error
 from minigrad.tensor.ops_convert import cast
-from minigrad.tensor.ops_elementwise import _as_operand
+from minigrad.tensor.ops_elementwise import Add, Div, Mul, Sub, _as_operand
 from minigrad.tensor.ops_index import SetItem, normalize_key
 from minigrad.tensor.tensor import Tensor, make_tensor
 
-__all__ = ["setitem_", "fill_", "copy_"]
+__all__ = ["add_", "sub_", "mul_", "div_", "setitem_", "fill_", "copy_"]
 
 
 def setitem_(t: Tensor, key, value) -> None:
@@ -51,3 +55,23 @@ def copy_(t: Tensor, src) -> Tensor:
         src = make_tensor(transfer(src._data, src._device, t._device), t._device) if not src._requires_grad else src.to(t._device)
     setitem_(t, Ellipsis, src)
     return t
+
+
+def add_(t: Tensor, other, alpha=1) -> Tensor:
+    """``t += alpha * other`` in place (``alpha`` as in PyTorch's ``add_``, which optimizers use)."""
+    return binary_(t, other, Add, np.add, "add_", alpha)
+
+
+def sub_(t: Tensor, other, alpha=1) -> Tensor:
+    """``t -= alpha * other`` in place."""
+    return binary_(t, other, Sub, np.subtract, "sub_", alpha)
+
+
+def mul_(t: Tensor, other) -> Tensor:
+    return binary_(t, other, Mul, np.multiply, "mul_")
+
+
+def div_(t: Tensor, other) -> Tensor:
+    if not is_floating_point(t._data.dtype):
+        raise DTypeError(f"div_: true division of the {t.dtype} tensor cannot be stored in place; use x = x / y")
+    return binary_(t, other, Div, np.true_divide, "div_")
