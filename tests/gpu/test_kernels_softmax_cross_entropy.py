@@ -11,7 +11,7 @@ import pytest
 from minigrad.gpu import jit
 from minigrad.gpu.kernels import softmax_cross_entropy, softmax_cross_entropy_grad
 
-SHAPES = [(1, 1), (1, 10), (4, 3), (7, 130), (33, 10)]  # rows, classes: 130 > the block of 128
+SHAPES = [(1, 1), (1, 10), (4, 3), (3, 40), (7, 130), (2, 300), (33, 10)]  # rows, classes: 130, 300 > 128 threads
 
 
 def _reference(logits, targets):
@@ -55,6 +55,12 @@ def test_grad_loss_scales_the_gradient():
     _, logsumexp = softmax_cross_entropy(logits, targets)
     grad = softmax_cross_entropy_grad(logits, targets, logsumexp, grad_loss=np.array(2.5, np.float32))
     np.testing.assert_allclose(grad, 2.5 * _reference(logits, targets)[2], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("classes, threads", [(1, 32), (10, 32), (33, 64), (128, 128), (300, 128)])
+def test_forward_block_is_the_power_of_two_that_covers_the_classes(classes, threads):
+    softmax_cross_entropy(*_inputs(1, classes, 3))
+    assert jit.last_launch_stats().block == (threads, 1, 1)
 
 
 def test_forward_is_one_block_per_row_with_one_atomic_each():

@@ -6,7 +6,8 @@ For a row of logits ``z`` (one row per sample) with target class ``t``::
     logsumexp(z) = max(z) + log(sum_j exp(z_j - max(z)))     (exp never overflows)
     loss = mean over the rows of loss_row
 
-Forward: one block per row. Its threads stride over the row's classes, so
+Forward: one block per row, of a power of two threads (32 for MNIST's 10
+classes, up to ``BLOCK``). Its threads stride over the row's classes, so
 any number of classes works; two tree reductions in shared memory give the
 row's max and then its sum of exponentials, and thread 0 adds
 ``loss_row / rows`` to ``loss[0]`` atomically. It also saves each row's
@@ -25,7 +26,7 @@ import numpy as np
 from minigrad.gpu import jit
 from minigrad.gpu.kernels.host import array_module, blocks_for, check_float32, check_shape
 
-BLOCK = 128  # forward: threads per row; a power of two for the trees
+BLOCK = 128  # forward: at most this many threads per row (the shared scratch's size)
 BACKWARD_BLOCK = (32, 8)  # (x: classes, y: rows)
 
 
@@ -33,21 +34,22 @@ BACKWARD_BLOCK = (32, 8)  # (x: classes, y: rows)
 def softmax_cross_entropy_forward(logits, targets, loss, logsumexp, rows, classes):
     """loss[0] += mean over rows of (logsumexp(row) - row[target]); logsumexp[r] is saved.
 
-    Launch with one block per row (grid ``rows``), blocks of exactly
-    ``BLOCK`` threads; ``loss[0]`` starts at 0.
+    Launch with one block per row (grid ``rows``), blocks of a power of
+    two threads, at most ``BLOCK``; ``loss[0]`` starts at 0.
     """
     scratch = jit.shared_memory(np.float32, BLOCK)
     tid = jit.threadIdx.x
     row = jit.blockIdx.x
+    threads = jit.blockDim.x
     # 1. the row's max: each thread scans its classes, then a tree of max
     biggest = logits[row, 0]
     j = tid
     while j < classes:
         biggest = max(biggest, logits[row, j])
-        j += np.uint32(BLOCK)  # j starts as threadIdx.x, unsigned: keep it unsigned
+        j += threads
     scratch[tid] = biggest
     jit.syncthreads()
-    step = np.uint32(BLOCK // 2)
+    step = threads // 2
     while step > 0:
         if tid < step:
             scratch[tid] = max(scratch[tid], scratch[tid + step])
@@ -60,10 +62,10 @@ def softmax_cross_entropy_forward(logits, targets, loss, logsumexp, rows, classe
     j = tid
     while j < classes:
         total += jit.exp(logits[row, j] - row_max)
-        j += np.uint32(BLOCK)  # j starts as threadIdx.x, unsigned: keep it unsigned
+        j += threads
     scratch[tid] = total
     jit.syncthreads()
-    step = np.uint32(BLOCK // 2)
+    step = threads // 2
     while step > 0:
         if tid < step:
             scratch[tid] += scratch[tid + step]
@@ -109,7 +111,8 @@ def softmax_cross_entropy(logits, targets):
     xp = array_module(logits, targets)
     loss = xp.zeros(1, dtype=np.float32)
     logsumexp = xp.empty(rows, dtype=np.float32)
-    softmax_cross_entropy_forward[rows, BLOCK](logits, targets, loss, logsumexp, rows, classes)
+    threads = min(BLOCK, max(32, 1 << (classes - 1).bit_length()))  # the power of two >= classes, 32 to BLOCK
+    softmax_cross_entropy_forward[rows, threads](logits, targets, loss, logsumexp, rows, classes)
     return loss, logsumexp
 
 
