@@ -6,6 +6,8 @@ NumPy's, compared at rtol 1e-5, atol 1e-5 * sqrt(k).
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from minigrad.gpu import jit
 from minigrad.gpu.kernels import tiled_matmul
@@ -20,6 +22,12 @@ def test_matches_numpy(m, k, n):
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     np.testing.assert_allclose(tiled_matmul(a, b), a @ b, rtol=1e-5, atol=1e-5 * np.sqrt(max(k, 1)))
+
+
+@settings(max_examples=20)  # simulated launches: fewer examples than the suite default
+@given(st.integers(1, 20), st.integers(0, 20), st.integers(1, 20))
+def test_any_shape_matches_numpy(m, k, n):
+    test_matches_numpy(m, k, n)
 
 
 def test_tiles_cut_global_traffic_by_the_tile_size():
