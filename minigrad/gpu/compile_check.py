@@ -105,13 +105,20 @@ def compile_many(launches, arch: str = DEFAULT_ARCH) -> str:
     """Transpile each ``(kernel, example_args)`` and compile them all as one NVRTC program; return the PTX.
 
     One program saves NVRTC's fixed cost (parsing CuPy's headers, seconds)
-    per kernel; NVRTC's log still names the failing kernel's line.
+    per kernel; NVRTC's log still names the failing kernel's line. Each
+    kernel's code goes into a namespace of its own (its ``#include`` lines
+    stay outside), since cupyx.jit emits the same helper (e.g. the function
+    behind ``max``) for every kernel that uses it; ``extern "C"`` kernels
+    keep their plain names in the PTX.
     """
     compiler = _module("cupy.cuda.compiler", "cupy-cuda12x")
     sources, options = [], ()
-    for kernel, example_args in launches:
+    for number, (kernel, example_args) in enumerate(launches):
         transpiled = cuda_source(kernel, *example_args)
-        sources.append(transpiled.code)
+        lines = transpiled.code.splitlines()
+        includes = [line for line in lines if line.startswith("#include")]
+        body = [line for line in lines if not line.startswith("#include")]
+        sources.append("\n".join([*includes, f"namespace kernel_{number} {{", *body, "}"]))
         options = tuple(dict.fromkeys((*options, *transpiled.options)))
     options = (
         *options,

@@ -7,7 +7,10 @@ globals and closure, and only understands its own objects. So for the GPU
 the kernel gets a copy of its function object (same code, same source) whose
 globals and closure map every minigrad jit object to the ``cupyx.jit`` object
 of the same name, e.g. ``jit`` -> ``cupyx.jit`` and ``threadIdx`` ->
-``cupyx.jit.threadIdx``. CuPy is imported here only, and only when used.
+``cupyx.jit.threadIdx``. The math functions of minigrad's jit (``jit.exp``...)
+become CuPy's ufuncs, which ``cupyx.jit`` calls on scalars: ``jit`` itself maps
+to a copy of ``cupyx.jit`` that also holds them. CuPy is imported here only,
+and only when used.
 """
 
 from __future__ import annotations
@@ -35,16 +38,30 @@ def import_cupyx_jit():
 def _translated(value, ours, theirs):
     """``value`` with any minigrad jit object replaced by its cupyx.jit counterpart."""
     if value is ours:
-        return theirs
+        return _gpu_jit(ours, theirs)
     if isinstance(value, ours.DeviceFunction):
         return value.cupy_function()
     name = _NAMES.get(id(value))
     if name is not None and getattr(ours, name, None) is value:
-        return getattr(theirs, name)
+        return getattr(_gpu_jit(ours, theirs), name)
     return value
 
 
 _NAMES: dict[int, str] = {}
+_GPU_JIT: list = []
+
+
+def _gpu_jit(ours, theirs):
+    """``cupyx.jit`` plus CuPy's ufuncs under the names of minigrad's math functions (``jit.exp`` -> ``cupy.exp``)."""
+    if not _GPU_JIT:
+        import cupy
+
+        namespace = types.ModuleType(theirs.__name__, theirs.__doc__)
+        namespace.__dict__.update(vars(theirs))
+        for name in ours.MATH_NAMES:
+            setattr(namespace, name, getattr(cupy, name))
+        _GPU_JIT.append(namespace)
+    return _GPU_JIT[0]
 
 
 def _translated_cell(cell, ours, theirs):
@@ -61,7 +78,7 @@ def cupy_function(func):
     theirs = import_cupyx_jit()
     if not _NAMES:
         # Plain numbers (warpsize) stay as they are: 32 is 32 in both.
-        _NAMES.update({id(getattr(ours, name)): name for name in ours.KERNEL_NAMES
+        _NAMES.update({id(getattr(ours, name)): name for name in (*ours.KERNEL_NAMES, *ours.MATH_NAMES)
                        if not isinstance(getattr(ours, name), int)})
     missing = [name for name in ours.KERNEL_NAMES if not hasattr(theirs, name)]
     if missing:

@@ -22,6 +22,9 @@ the launch's ``shared_mem=`` bytes), ``syncthreads()`` (a statement of the
 kernel body), ``atomic_add(array, index, value)``, and the warp shuffles
 ``shfl_sync``, ``shfl_up_sync``, ``shfl_down_sync``, ``shfl_xor_sync``
 (``(mask, value, val_id, width=32)``, called in the kernel's own code).
+Math on one value: ``exp``, ``log``, ``sqrt``, ``isfinite`` (NumPy's ufuncs
+on the simulator, so float32 stays float32; CuPy's ufuncs of the same name
+on the GPU, which is how ``cupyx.jit`` kernels call math: ``cupy.exp(x)``).
 ``syncwarp`` is not provided: the race detector orders shared-memory
 accesses by block barriers only.
 
@@ -35,6 +38,8 @@ kernel against those rules without a GPU.
 """
 
 from __future__ import annotations
+
+import numpy as _np
 
 from minigrad.gpu.errors import KernelError
 from minigrad.gpu.kernel import DeviceFunction, RawKernel, rawkernel
@@ -57,10 +62,14 @@ def syncthreads() -> None:
     )
 
 
+# Math on scalars; each is a ufunc of CuPy of the same name on the GPU (see cupy_kernel.py).
+exp, log, sqrt, isfinite = _np.exp, _np.log, _np.sqrt, _np.isfinite
+MATH_NAMES = ("exp", "log", "sqrt", "isfinite")
+
 # Names a kernel may use; each has a cupyx.jit counterpart of the same name.
 KERNEL_NAMES = (
     "rawkernel", "threadIdx", "blockIdx", "blockDim", "gridDim", "grid", "gridsize", "laneid", "warpsize",
     "shared_memory", "syncthreads", "atomic_add", "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",
 )
 
-__all__ = [*KERNEL_NAMES, "RawKernel", "DeviceFunction", "last_launch_stats"]
+__all__ = [*KERNEL_NAMES, *MATH_NAMES, "RawKernel", "DeviceFunction", "last_launch_stats"]

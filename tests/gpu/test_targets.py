@@ -79,7 +79,9 @@ def test_cupy_copy_of_a_kernel_points_at_cupyx_names_and_keeps_the_rest():
 
     copy = cupy_function(kernel)
     assert copy.__code__ is kernel.__code__
-    assert copy.__globals__["jit"] is cupyx_jit
+    gpu_jit = copy.__globals__["jit"]  # cupyx.jit's names, plus CuPy's ufuncs for jit's math functions
+    assert all(getattr(gpu_jit, name) is getattr(cupyx_jit, name) for name in jit.KERNEL_NAMES)
+    assert gpu_jit.exp is importlib.import_module("cupy").exp
     assert copy.__globals__["np"] is np and copy.__globals__["k"] is k
     cells = dict(zip(copy.__code__.co_freevars, (c.cell_contents for c in copy.__closure__)))
     assert cells["shared_memory"] is cupyx_jit.shared_memory
