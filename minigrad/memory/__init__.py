@@ -1,0 +1,1 @@
+"""``minigrad.memory`` (chapter 08): where the memory of a training step goes."""

@@ -1,0 +1,203 @@
+"""``estimate``: checked against the peak really measured by an allocation observer during full-size steps.
+
+The real run below is an ordinary training loop (zero_grad, forward, loss,
+backward, step; twice, so that the second step has Adam's state) with the
+garbage collector on, measured by a ledger of the allocation observer's
+events from the moment the model exists.
+"""
+
+import time
+
+import numpy as np
+import pytest
+
+import minigrad.tensor as mt
+from minigrad import nn, optim
+from minigrad.memory.estimate import CATEGORIES, EstimateError, estimate, format_bytes
+from minigrad.memory.profiles import PROFILES
+from minigrad.training.recipes import mnist_cnn, mnist_mlp
+
+GiB = 1024**3
+
+
+class PeakLedger:
+    """Running total of the buffers seen allocated since it started, and its peak."""
+
+    def __init__(self):
+        self.sizes: dict[int, int] = {}
+        self.total = self.peak = 0
+
+    def __call__(self, event):
+        if event.event == "alloc":
+            self.sizes[event.buffer_id] = event.nbytes
+            self.total += event.nbytes
+            self.peak = max(self.peak, self.total)
+        elif event.event == "free" and event.buffer_id in self.sizes:
+            self.total -= self.sizes.pop(event.buffer_id)
+
+
+def measured_peak(build, batch, make_optimizer, steps=2):
+    """Peak bytes of ``steps`` real training steps at ``batch`` (model and optimizer included)."""
+    ledger = PeakLedger()
+    with mt.add_allocation_observer(ledger):
+        mt.manual_seed(0)
+        model = build()
+        ledger.peak = ledger.total  # what building the model allocated and dropped is no part of a step
+        optimizer = make_optimizer(model.parameters())
+        loss_fn = nn.CrossEntropyLoss()
+        x = y = None
+        for _ in range(steps):
+            x, y = mt.randn(batch, 1, 28, 28), mt.randint(0, 10, (batch,))  # the next batch, as a loader gives it
+            optimizer.zero_grad()
+            logits = model(x)
+            loss = loss_fn(logits, y)
+            loss.backward()
+            optimizer.step()
+            del logits, loss
+    return ledger.peak
+
+
+def parameter_bytes(model) -> int:
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+CASES = {
+    "mlp-128-adam": (mnist_mlp, 128, "adam", lambda p: optim.Adam(p)),
+    "mlp-128-sgd": (mnist_mlp, 128, "sgd", lambda p: optim.SGD(p, lr=0.01)),
+    "cnn-64-adam": (mnist_cnn, 64, "adam", lambda p: optim.Adam(p)),
+    "cnn-1024-adam": (mnist_cnn, 1024, "adam", lambda p: optim.Adam(p)),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_estimate_matches_the_measured_peak(case):
+    build, batch, name, make_optimizer = CASES[case]
+    predicted = estimate(build(), (1, 28, 28), batch, optimizer=name)
+    real = measured_peak(build, batch, make_optimizer)
+    assert abs(predicted.peak - real) <= 0.05 * real, (predicted.peak, real)
+    assert predicted.peak == real  # the extrapolation is exact, not only close
+    assert sum(predicted.peak_by_category.values()) == predicted.peak
+
+
+@pytest.mark.parametrize("name, state_per_parameter", [("adam", 2), ("sgd", 0), ("sgd-momentum", 1)])
+def test_parameters_gradients_and_optimizer_state(name, state_per_parameter):
+    model = mnist_mlp()
+    result = estimate(model, (1, 28, 28), 128, optimizer=name)
+    size = parameter_bytes(model)
+    assert result.parameters == result.gradients == size
+    assert result.optimizer_state == state_per_parameter * size
+    assert result.inputs == 128 * 28 * 28 * 4 + 128 * 8  # float32 images, int64 targets
+
+
+def test_activations_by_layer_name_what_each_layer_saves():
+    result = estimate(mnist_mlp(), (1, 28, 28), 128)
+    saved = result.activations_by_layer
+    # each ReLU keeps its (batch, width) output, which the next Linear keeps too (counted once); the first
+    # Linear keeps the input batch (an input); the loss keeps its softmax
+    assert saved == {"2 (ReLU)": 128 * 256 * 4, "4 (ReLU)": 128 * 128 * 4, "(loss)": 128 * 10 * 4}
+    assert sum(saved.values()) <= result.activations
+
+
+@pytest.mark.parametrize("build, shape, batch", [(mnist_cnn, (1, 28, 28), 8192)])
+def test_a_gigabyte_configuration_takes_seconds(build, shape, batch):
+    started = time.perf_counter()
+    result = estimate(build(), shape, batch)
+    elapsed = time.perf_counter() - started
+    assert result.peak > GiB
+    assert elapsed < 10, elapsed
+    assert not result.fits("gtx1050") and result.fits("t4")
+
+
+def vgg_style(width=4, classes=10):
+    """VGG's pattern on 224x224 images: blocks of two 3x3 convs and a 2x2 pool, channels doubling, then linear."""
+    layers, channels = [], 3
+    for out in (width, 2 * width, 4 * width, 8 * width, 8 * width):
+        layers += [nn.Conv2d(channels, out, 3, padding=1), nn.ReLU(), nn.Conv2d(out, out, 3, padding=1), nn.ReLU(),
+                   nn.MaxPool2d(2)]
+        channels = out
+    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(channels * 7 * 7, classes))
+
+
+def test_a_vgg_style_network_on_224_images_takes_seconds():
+    """Timed in CPU seconds of this process: the wall clock of a shared machine measures the other processes too."""
+    started = time.process_time()
+    result = estimate(vgg_style(), (3, 224, 224), 128, optimizer="sgd-momentum")
+    elapsed = time.process_time() - started
+    assert result.peak > 2 * GiB
+    assert elapsed < 10, elapsed
+    first_conv = result.activations_by_layer["0 (Conv2d)"]
+    assert first_conv >= 128 * 224 * 224 * 27 * 4  # its im2col matrix
+    assert not result.fits("gtx1050") and result.fits("rtx3060")
+
+
+def test_the_model_and_the_random_state_are_left_alone():
+    model = mnist_cnn()
+    before = [p.detach().numpy().copy() for p in model.parameters()]
+    state = mt.get_rng_state()
+    estimate(model, (1, 28, 28), 32)
+    assert all(np.array_equal(b, p.detach().numpy()) and p.grad is None for b, p in zip(before, model.parameters()))
+    assert np.array_equal(mt.get_rng_state(), state)
+
+
+def test_dtype_changes_every_floating_point_figure():
+    single = estimate(mnist_mlp(), (1, 28, 28), 64)
+    double = estimate(mnist_mlp(), (1, 28, 28), 64, dtype="float64")
+    assert double.parameters == 2 * single.parameters
+    assert double.optimizer_state == 2 * single.optimizer_state
+    assert double.dtype == "float64"
+
+
+def test_checkpoint_runs_the_forward_pass():
+    calls = []
+
+    def run(model, x):
+        calls.append(x.shape[0])
+        return model(x)
+
+    plain = estimate(mnist_mlp(), (1, 28, 28), 64)
+    through = estimate(mnist_mlp(), (1, 28, 28), 64, checkpoint=run)
+    assert through.peak == plain.peak and {2, 3, 4} <= set(calls)
+
+
+def test_at_and_max_batch_size_agree_with_the_budget():
+    result = estimate(mnist_cnn(), (1, 28, 28), 64)
+    gtx1050 = PROFILES["gtx1050"]
+    largest = result.max_batch_size(gtx1050)
+    assert result.at(largest).fits(gtx1050) and not result.at(largest + 1).fits(gtx1050)
+    assert result.at(largest).peak <= gtx1050.usable_bytes < result.at(largest + 1).peak
+    assert result.at(64).peak == result.peak and result.at(128).batch_size == 128
+
+
+def test_the_table_reads_well():
+    text = str(estimate(mnist_cnn(), (1, 28, 28), 64))
+    for line in ("batch 64", "parameters", "gradients", "optimizer state", "activations", "0 (Conv2d)", "peak of the step"):
+        assert line in text, line
+    assert "fits" in estimate(mnist_cnn(), (1, 28, 28), 64).fit_report("gtx1050")
+    assert format_bytes(1536) == "1.50 KiB" and format_bytes(3 * GiB) == "3.00 GiB" and format_bytes(12) == "12 B"
+    assert CATEGORIES == ("parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "other")
+
+
+class PairwiseScores(nn.Module):
+    """Compares every example with every other: a (batch, batch) matrix, quadratic in the batch size."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+
+    def forward(self, x):
+        h = self.linear(x)
+        return (h @ h.T).sum(dim=1, keepdim=True) * h
+
+
+def test_memory_that_is_not_affine_in_the_batch_is_refused():
+    with pytest.raises(EstimateError, match="not affine in the batch size"):
+        estimate(PairwiseScores(), (4,), 1000)
+
+
+def test_bad_arguments_say_what_to_do():
+    with pytest.raises(ValueError, match="unknown optimizer 'adamax'.*adam, "):
+        estimate(mnist_mlp(), (1, 28, 28), 8, optimizer="adamax")
+    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+        estimate(mnist_mlp(), (1, 28, 28), 0)
+    with pytest.raises(TypeError, match="checkpoint must be None or a callable"):
+        estimate(mnist_mlp(), (1, 28, 28), 8, checkpoint="yes")
