@@ -197,14 +197,18 @@ def _adopt(recorder: _Recorder, tensor, tag: str) -> None:
         recorder.adopt(bid, nbytes, known_tag)
 
 
-def _record(model, input_shape, batches, make_optimizer, loss_fn, forward, dtype, device, set_to_none):
+def _record(model, input_shape, batches, make_optimizer, loss_fn, forward, dtype, device, set_to_none,
+            accumulation_steps):
     """Train a copy of ``model`` for one warm-up step, then one recorded step at each of ``batches``.
 
     The warm-up step (at the smallest batch) allocates the optimizer's state,
-    so every recorded step is a steady-state step. Each recorded step is the
-    loop of :func:`minigrad.training.fit`: the next batch is made while the
-    previous one is still held, ``zero_grad``, forward, loss, backward,
-    optimizer step; then the loop lets go of the logits, the loss and the batch.
+    so every recorded step is a steady-state step. A step is the loop of
+    :func:`minigrad.training.fit`: for each micro-batch the next batch is made
+    while the previous one is still held, forward, loss, backward; after the
+    last one the optimizer step and ``zero_grad``; the logits, the loss and
+    the batch are let go at the end of each micro-batch. With accumulation,
+    micro-batches 2, 3, ... all see the same memory (the gradients exist
+    before their backward), so two micro-batches stand for any number.
     """
     work = copy.deepcopy(model)
     if dtype is not None:
@@ -215,6 +219,7 @@ def _record(model, input_shape, batches, make_optimizer, loss_fn, forward, dtype
     recorder = _Recorder()
     _instrument(work, recorder)
     classes = None
+    micro_batches = [""] if accumulation_steps == 1 else ["", " of micro-batches 2+"]
 
     def make_batch(batch):
         x = mt.randn(batch, *input_shape, dtype=x_dtype, device=device)
@@ -232,37 +237,40 @@ def _record(model, input_shape, batches, make_optimizer, loss_fn, forward, dtype
         for b in work.buffers():
             _adopt(recorder, b, BUFFER_TAG)
         optimizer = make_optimizer(list(work.parameters()))
+        optimizer.zero_grad(set_to_none=set_to_none)
         for index, batch in enumerate((batches[0], *batches)):
             if index:
                 recorder.segments.append({"start": len(recorder.nbytes), "end": None, "marks": {}, "saved": None})
-            recorder.begin("data")
-            previous = make_batch(batch)  # the previous step's batch, still held by the loop
-            x, y = make_batch(batch)
-            del previous
-            recorder.end()
-            recorder.begin("zero_grad")
-            optimizer.zero_grad(set_to_none=set_to_none)
-            recorder.end()
-            recorder.begin("forward")
-            output = forward(work, x)
-            if index == 0 and loss_fn is None:
-                classes = int(output.shape[1]) if output.ndim == 2 else None
-                y = make_batch(batch)[1] if classes is not None else None
-            recorder.module_stack.append("(loss)")
-            loss = (loss_fn or _default_loss)(output, y)
-            recorder.module_stack.pop()
-            recorder.end()
-            if index:
-                recorder.segments[-1]["saved"] = recorder.saved_by_module()
-            recorder.begin("backward")
-            loss.backward()
-            recorder.end()
-            recorder.begin("optimizer step")
-            optimizer.step()
-            recorder.end()
-            recorder.begin("release")
-            del output, loss, x, y
-            recorder.end()
+            for micro, suffix in enumerate(micro_batches):
+                recorder.begin("data" + suffix)
+                previous = make_batch(batch)  # the previous batch, still held by the loop
+                x, y = make_batch(batch)
+                del previous
+                recorder.end()
+                recorder.begin("forward" + suffix)
+                output = forward(work, x)
+                if index == 0 and classes is None and output.ndim == 2:
+                    classes = int(output.shape[1])
+                    y = make_batch(batch)[1]
+                recorder.module_stack.append("(loss)")
+                loss = (loss_fn or _default_loss)(output, y)
+                recorder.module_stack.pop()
+                recorder.end()
+                if index and not micro:
+                    recorder.segments[-1]["saved"] = recorder.saved_by_module()
+                recorder.begin("backward" + suffix)
+                (loss * (1.0 / accumulation_steps) if accumulation_steps > 1 else loss).backward()
+                recorder.end()
+                if micro == len(micro_batches) - 1:
+                    recorder.begin("optimizer step")
+                    optimizer.step()
+                    recorder.end()
+                    recorder.begin("zero_grad")
+                    optimizer.zero_grad(set_to_none=set_to_none)
+                    recorder.end()
+                recorder.begin("release" + suffix)
+                del output, loss, x, y
+                recorder.end()
             if index:
                 recorder.segments[-1]["end"] = len(recorder.nbytes)
     finally:
@@ -270,9 +278,11 @@ def _record(model, input_shape, batches, make_optimizer, loss_fn, forward, dtype
     return recorder
 
 
-def _measure(model, input_shape, batches, make_optimizer, loss_fn, forward, dtype, device, set_to_none):
+def _measure(model, input_shape, batches, make_optimizer, loss_fn, forward, dtype, device, set_to_none,
+             accumulation_steps):
     """Record the steps at ``batches`` and fit the affine law: (intercept, slope, phases, marks, saved coefficients)."""
-    recorder = _record(model, input_shape, batches, make_optimizer, loss_fn, forward, dtype, device, set_to_none)
+    recorder = _record(model, input_shape, batches, make_optimizer, loss_fn, forward, dtype, device, set_to_none,
+                       accumulation_steps)
     totals = recorder.totals()
     segments = recorder.segments
     signatures = [recorder.signature[seg["start"]:seg["end"]] for seg in segments]
@@ -308,6 +318,7 @@ class Estimate:
     batch_size: int
     dtype: str
     optimizer: str
+    accumulation_steps: int
     measured_batches: tuple
     seconds: float
     _intercept: np.ndarray = field(repr=False)
@@ -382,7 +393,7 @@ class Estimate:
 
     @property
     def peak_phase(self) -> str:
-        """When the peak happens in the step: "data", "zero_grad", "forward", "backward", "optimizer step" or "release"."""
+        """When the peak happens: "data", "forward", "backward", "optimizer step", "zero_grad" or "release"."""
         return self._phases[int(self._totals().sum(axis=1).argmax())]
 
     # budgets --------------------------------------------------------------------------------
@@ -409,8 +420,9 @@ class Estimate:
 
     def __str__(self) -> str:
         lines = [
-            f"Memory of one training step: {self.model_name}, input {self.input_shape}, batch {self.batch_size}, "
-            f"{self.dtype}, {self.optimizer}",
+            f"Memory of one training step: {self.model_name}, input {self.input_shape}, batch {self.batch_size}"
+            + (f" x {self.accumulation_steps} accumulated micro-batches" if self.accumulation_steps > 1 else "")
+            + f", {self.dtype}, {self.optimizer}",
             f"(measured at batches {', '.join(map(str, self.measured_batches))}: every event affine in the batch "
             f"size, extrapolated exactly; {self.seconds:.2f} s)",
             "",
@@ -465,7 +477,8 @@ def _default_loss(output, target):
 
 
 def estimate(model, input_shape, batch_size: int, optimizer="adam", dtype=None, checkpoint=None,
-             loss_fn=None, set_to_none: bool = True, measured_batches=MEASURED_BATCHES) -> Estimate:
+             loss_fn=None, set_to_none: bool = True, accumulation_steps: int = 1,
+             measured_batches=MEASURED_BATCHES) -> Estimate:
     """Estimate the memory of one training step of ``model`` on batches of ``batch_size`` inputs of ``input_shape``.
 
     ``input_shape``: one example's shape, without the batch axis (``(1, 28, 28)``).
@@ -474,9 +487,12 @@ def estimate(model, input_shape, batch_size: int, optimizer="adam", dtype=None, 
     ``dtype``: the parameters' and inputs' dtype (default: the model's).
     ``checkpoint``: None, or a callable ``(model, x) -> output`` that runs the
     forward pass instead of ``model(x)`` (chapter 10's checkpointing plugs in here).
-    ``loss_fn(output, target)``: default cross-entropy with random class
-    targets when the output is (N, C), else the mean square of the output.
+    ``loss_fn(output, target)``: default cross-entropy; ``target`` holds
+    random class indices when the output is (N, C), else it is None (and the
+    default loss is the mean square of the output).
     ``set_to_none``: how ``zero_grad`` clears gradients.
+    ``accumulation_steps``: micro-batches of ``batch_size`` per optimizer step
+    (the effective batch is their product), as ``fit(accumulation_steps=...)`` runs them.
 
     The model is copied, never changed; the global random state is left alone.
     See the module docstring for how the figures are made exact.
@@ -500,6 +516,9 @@ def estimate(model, input_shape, batch_size: int, optimizer="adam", dtype=None, 
     batches = tuple(int(b) for b in measured_batches)
     if len(batches) != 3 or batches[0] < 1 or batches[1] - batches[0] != batches[2] - batches[1] or batches[1] <= batches[0]:
         raise ValueError(f"estimate: measured_batches must be three increasing, equally spaced batch sizes, got {batches}")
+    if isinstance(accumulation_steps, bool) or not isinstance(accumulation_steps, (int, np.integer)) \
+            or accumulation_steps < 1:
+        raise ValueError(f"estimate: accumulation_steps must be a whole number >= 1, got {accumulation_steps!r}")
     parameters = list(model.parameters())
     device = parameters[0].device if parameters else None
 
@@ -509,12 +528,13 @@ def estimate(model, input_shape, batch_size: int, optimizer="adam", dtype=None, 
     try:
         with mt.fork_rng():
             intercept, slope, phases, marks, saved = _measure(
-                model, input_shape, batches, make_optimizer, loss_fn, forward, dtype, device, set_to_none)
+                model, input_shape, batches, make_optimizer, loss_fn, forward, dtype, device, set_to_none,
+                accumulation_steps)
     finally:
         if was_enabled:
             gc.enable()
     return Estimate(
         model_name=type(model).__name__, input_shape=input_shape, batch_size=int(batch_size),
         dtype=str(dtype or (parameters[0].dtype if parameters else "float32")), optimizer=optimizer_name,
-        measured_batches=batches, seconds=time.perf_counter() - started,
+        accumulation_steps=int(accumulation_steps), measured_batches=batches, seconds=time.perf_counter() - started,
         _intercept=intercept, _slope=slope, _phases=phases, _marks=marks, _saved=saved)

@@ -1,9 +1,9 @@
 """``estimate``: checked against the peak really measured by an allocation observer during full-size steps.
 
-The real run below is an ordinary training loop (zero_grad, forward, loss,
-backward, step; twice, so that the second step has Adam's state) with the
-garbage collector on, measured by a ledger of the allocation observer's
-events from the moment the model exists.
+The real runs below are a hand-written training loop (zero_grad, forward,
+loss, backward, step; twice, so that the second step has Adam's state) and
+:func:`minigrad.training.fit` itself, with the garbage collector on, measured
+by a ledger of the allocation observer's events from the moment the model exists.
 """
 
 import time
@@ -13,8 +13,10 @@ import pytest
 
 import minigrad.tensor as mt
 from minigrad import nn, optim
+from minigrad.data import DataLoader, TensorDataset
 from minigrad.memory.estimate import CATEGORIES, EstimateError, estimate, format_bytes
 from minigrad.memory.profiles import PROFILES
+from minigrad.training.fit import fit
 from minigrad.training.recipes import mnist_cnn, mnist_mlp
 
 GiB = 1024**3
@@ -77,6 +79,67 @@ def test_estimate_matches_the_measured_peak(case):
     assert abs(predicted.peak - real) <= 0.05 * real, (predicted.peak, real)
     assert predicted.peak == real  # the extrapolation is exact, not only close
     assert sum(predicted.peak_by_category.values()) == predicted.peak
+
+
+def batchnorm_dropout_cnn():
+    """The chapter-06 CNN with batch norm after the convs and dropout before the classifier."""
+    return nn.Sequential(
+        nn.Conv2d(1, 8, kernel_size=3), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, kernel_size=3), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Dropout(0.25), nn.Linear(16 * 5 * 5, 10),
+    )
+
+
+def fit_peak(build, batch, make_optimizer, accumulation_steps=1, batches=3):
+    """Peak bytes of one epoch of ``fit`` over ``batches`` random MNIST-shaped batches (model and optimizer included)."""
+    rng = np.random.default_rng(0)
+    data = TensorDataset(rng.standard_normal((batch * batches, 1, 28, 28), dtype=np.float32),
+                         rng.integers(0, 10, batch * batches))
+    loader = DataLoader(data, batch_size=batch, prefetch=0)  # no thread making batches ahead
+    ledger = PeakLedger()
+    with mt.add_allocation_observer(ledger):
+        model = build()
+        optimizer = make_optimizer(model.parameters())
+        ledger.peak = ledger.total
+        fit(model, optimizer, loader, nn.CrossEntropyLoss(), 1, accumulation_steps=accumulation_steps,
+            progress=False, print_epochs=False)
+    return ledger.peak
+
+
+FIT_CASES = {
+    "mlp-128-adam": (mnist_mlp, 128, "adam", lambda p: optim.Adam(p), 1),
+    "cnn-64-adam": (mnist_cnn, 64, "adam", lambda p: optim.Adam(p), 1),
+    "cnn-256x4-adam": (mnist_cnn, 256, "adam", lambda p: optim.Adam(p), 4),
+    "mlp-128x2-sgd": (mnist_mlp, 128, "sgd", lambda p: optim.SGD(p, lr=0.01), 2),
+    "bn-dropout-cnn-96-momentum": (batchnorm_dropout_cnn, 96, "sgd-momentum",
+                                   lambda p: optim.SGD(p, lr=0.01, momentum=0.9), 1),
+}
+
+
+@pytest.mark.parametrize("case", list(FIT_CASES))
+def test_estimate_matches_the_peak_of_fit(case):
+    build, batch, name, make_optimizer, accumulation_steps = FIT_CASES[case]
+    predicted = estimate(build(), (1, 28, 28), batch, optimizer=name, accumulation_steps=accumulation_steps)
+    real = fit_peak(build, batch, make_optimizer, accumulation_steps, batches=max(3, 2 * accumulation_steps))
+    assert predicted.peak == real, (predicted.peak, real)
+
+
+def test_accumulation_lowers_the_peak_at_the_same_effective_batch():
+    whole = estimate(mnist_cnn(), (1, 28, 28), 2048)
+    accumulated = estimate(mnist_cnn(), (1, 28, 28), 512, accumulation_steps=4)
+    assert accumulated.peak < whole.peak / 3
+    assert "backward" in accumulated.peak_phase and "x 4 accumulated micro-batches" in str(accumulated)
+    with pytest.raises(ValueError, match="accumulation_steps must be a whole number >= 1"):
+        estimate(mnist_cnn(), (1, 28, 28), 8, accumulation_steps=0)
+
+
+def test_a_scaled_loss_backward_can_be_observed():
+    """The gradient of ``loss * 0.25`` flows as a NumPy scalar: not a buffer, and no error under an observer."""
+    seen = []
+    x = mt.randn(4, 3, requires_grad=True)
+    with mt.add_allocation_observer(seen.append):
+        ((x * x).sum() * 0.25).backward()
+    assert x.grad is not None and any(e.tag == "gradient" for e in seen)
 
 
 @pytest.mark.parametrize("name, state_per_parameter", [("adam", 2), ("sgd", 0), ("sgd-momentum", 1)])
