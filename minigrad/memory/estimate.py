@@ -396,6 +396,17 @@ class Estimate:
         """When the peak happens: "data", "forward", "backward", "optimizer step", "zero_grad" or "release"."""
         return self._phases[int(self._totals().sum(axis=1).argmax())]
 
+    def to_dict(self) -> dict:
+        """The figures as plain numbers (for JSON, a widget or a table)."""
+        return {
+            "model": self.model_name, "input_shape": list(self.input_shape), "batch_size": self.batch_size,
+            "accumulation_steps": self.accumulation_steps, "dtype": self.dtype, "optimizer": self.optimizer,
+            "parameters": self.parameters, "gradients": self.gradients, "optimizer_state": self.optimizer_state,
+            "inputs": self.inputs, "activations": self.activations, "other": self.other,
+            "activations_by_layer": self.activations_by_layer, "peak": self.peak,
+            "peak_by_category": self.peak_by_category, "peak_phase": self.peak_phase,
+        }
+
     # budgets --------------------------------------------------------------------------------
 
     def fits(self, profile) -> bool:
@@ -526,7 +537,7 @@ def estimate(model, input_shape, batch_size: int, optimizer="adam", dtype=None, 
     gc.collect()
     gc.disable()  # frees then happen when the last reference goes, the same way in every step
     try:
-        with mt.fork_rng():
+        with mt.fork_rng(), np.errstate(all="ignore"):  # values are never looked at: a float16 Adam step may overflow
             intercept, slope, phases, marks, saved = _measure(
                 model, input_shape, batches, make_optimizer, loss_fn, forward, dtype, device, set_to_none,
                 accumulation_steps)

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GPUProfile", "PROFILES", "get_profile", "CUDA_CONTEXT_BYTES"]
+__all__ = ["GPUProfile", "PROFILES", "get_profile", "profiles_table", "CUDA_CONTEXT_BYTES"]
 
 GiB = 1024**3
 CUDA_CONTEXT_BYTES = 287_047_680  # PyTorch pull request #86509, lazy module loading
@@ -110,3 +110,18 @@ def get_profile(name) -> GPUProfile:
             return profile
     raise ValueError(f"get_profile: unknown GPU {name!r}; known profiles: {', '.join(PROFILES)} "
                      f"(or build your own GPUProfile(...) and pass it)")
+
+
+def profiles_table(profiles=None) -> str:
+    """The profiles as a text table, one card per row (``minigrad memory devices`` prints it)."""
+    profiles = list(PROFILES.values()) if profiles is None else [get_profile(p) for p in profiles]
+    header = ("name", "GPU", "memory", "usable", "GB/s", "FP32 TFLOPS", "FP16 TFLOPS", "tensor cores", "CC")
+    rows = [(p.short_name, p.name.replace("NVIDIA ", ""), f"{p.memory_bytes / GiB:g} GiB",
+             f"{p.usable_bytes / GiB:.2f} GiB", f"{p.bandwidth_gb_s:g}", f"{p.fp32_tflops:.2f}",
+             f"{p.fp16_tflops:.2f}" if p.fp16_tflops >= 1 else f"{p.fp16_tflops:.4f}", str(p.tensor_cores), "%d.%d" % p.compute_capability) for p in profiles]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) if i < 2 else cell.rjust(width) for i, (cell, width) in
+                       enumerate(zip(row, widths))).rstrip() for row in [header, *rows]]
+    lines.insert(1, "-" * len(lines[0]))
+    lines.append(f"usable = memory - the CUDA context ({CUDA_CONTEXT_BYTES / 2**20:.0f} MiB, see minigrad.memory.profiles)")
+    return "\n".join(lines)

@@ -202,6 +202,41 @@ def test_the_model_and_the_random_state_are_left_alone():
     assert np.array_equal(mt.get_rng_state(), state)
 
 
+def test_float16_halves_what_is_stored_in_floats_and_stays_quiet(recwarn):
+    single = estimate(mnist_cnn(), (1, 28, 28), 256)
+    half = estimate(mnist_cnn(), (1, 28, 28), 256, dtype="float16")  # Adam's eps underflows: NaNs, never a warning
+    assert half.parameters * 2 == single.parameters and half.optimizer_state * 2 == single.optimizer_state
+    assert half.inputs == 256 * 28 * 28 * 2 + 256 * 8  # float16 images, int64 targets
+    assert 0.45 < half.peak / single.peak < 0.55
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_an_estimate_made_while_another_observer_listens_is_the_same():
+    alone = estimate(mnist_cnn(), (1, 28, 28), 128)
+    events = []
+    with mt.add_allocation_observer(events.append):
+        model = mnist_cnn()
+        observed = estimate(model, (1, 28, 28), 128)
+    assert observed.peak == alone.peak and observed.parameters == alone.parameters == parameter_bytes(model)
+    assert events  # the other observer saw the measurement too
+
+
+def test_a_batch_of_one_is_overestimated_by_at_most_a_few_percent():
+    """NumPy reshapes some arrays of a batch of one without a copy; the extrapolation counts the copy."""
+    for build in (mnist_cnn, mnist_mlp):
+        predicted = estimate(build(), (1, 28, 28), 1).peak
+        real = fit_peak(build, 1, lambda p: optim.Adam(p))
+        assert real <= predicted <= 1.05 * real, (build.__name__, predicted, real)
+
+
+def test_to_dict_holds_every_figure():
+    result = estimate(mnist_mlp(), (1, 28, 28), 32)
+    figures = result.to_dict()
+    assert figures["peak"] == result.peak and figures["batch_size"] == 32
+    assert sum(figures["peak_by_category"].values()) == figures["peak"]
+    assert figures["activations_by_layer"] == result.activations_by_layer
+
+
 def test_dtype_changes_every_floating_point_figure():
     single = estimate(mnist_mlp(), (1, 28, 28), 64)
     double = estimate(mnist_mlp(), (1, 28, 28), 64, dtype="float64")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from minigrad.memory.profiles import CUDA_CONTEXT_BYTES, PROFILES, GPUProfile, get_profile
+from minigrad.memory.profiles import CUDA_CONTEXT_BYTES, PROFILES, GPUProfile, get_profile, profiles_table
 
 GiB = 1024**3
 
@@ -58,3 +58,12 @@ def test_unknown_name_lists_the_known_ones():
 def test_profile_prints_its_figures():
     text = str(PROFILES["rtx3060"])
     assert "RTX 3060" in text and "12 GiB" in text and "360 GB/s" in text and "compute capability 8.6" in text
+
+
+def test_the_table_has_a_row_per_card():
+    lines = profiles_table().splitlines()
+    assert lines[0].split()[:3] == ["name", "GPU", "memory"]
+    rows = {line.split()[0]: line for line in lines[2:2 + len(PROFILES)]}
+    assert set(rows) == set(PROFILES)
+    assert "GTX 1050 Ti" in rows["gtx1050ti"] and "4 GiB" in rows["gtx1050ti"] and rows["t4"].endswith("7.5")
+    assert len(profiles_table(["t4", "mx150"]).splitlines()) == 2 + 2 + 1
