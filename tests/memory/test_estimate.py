@@ -292,6 +292,22 @@ def test_memory_that_is_not_affine_in_the_batch_is_refused():
         estimate(PairwiseScores(), (4,), 1000)
 
 
+class CopiesLargeBatches(nn.Module):
+    """Makes one more buffer from batch 3 on: the sequence of allocations depends on the batch size."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.linear(x * 1.0 if x.shape[0] > 2 else x)
+
+
+def test_a_step_that_changes_with_the_batch_size_is_refused():
+    with pytest.raises(EstimateError, match=r"different sequence of buffers at batches \(2, 3, 4\).*forward phase"):
+        estimate(CopiesLargeBatches(), (4,), 1000)
+
+
 def test_bad_arguments_say_what_to_do():
     with pytest.raises(ValueError, match="unknown optimizer 'adamax'.*adam, "):
         estimate(mnist_mlp(), (1, 28, 28), 8, optimizer="adamax")
