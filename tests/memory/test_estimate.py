@@ -16,6 +16,7 @@ from minigrad import nn, optim
 from minigrad.data import DataLoader, TensorDataset
 from minigrad.memory.estimate import CATEGORIES, EstimateError, estimate, format_bytes
 from minigrad.memory.profiles import PROFILES
+from minigrad.tensor import strict_backend
 from minigrad.training.fit import fit
 from minigrad.training.recipes import mnist_cnn, mnist_mlp
 
@@ -227,6 +228,13 @@ def test_a_batch_of_one_is_overestimated_by_at_most_a_few_percent():
         predicted = estimate(build(), (1, 28, 28), 1).peak
         real = fit_peak(build, 1, lambda p: optim.Adam(p))
         assert real <= predicted <= 1.05 * real, (build.__name__, predicted, real)
+
+
+def test_a_model_on_another_device_is_measured_there_with_the_same_figures():
+    """The strict test device's arrays refuse to become NumPy, as CuPy's do: the estimate never needs the host."""
+    device = strict_backend.register()
+    on_device = estimate(mnist_cnn().to(device), (1, 28, 28), 64)
+    assert on_device.peak == estimate(mnist_cnn(), (1, 28, 28), 64).peak
 
 
 def test_to_dict_holds_every_figure():
