@@ -134,11 +134,11 @@ def adopt(recorder: _Recorder, tensor, tag: str) -> None:
 
 
 def record_steps(model, input_shape, batches, make_optimizer, loss_fn, forward, dtype, device, set_to_none,
-            accumulation_steps):
+                 accumulation_steps):
     """Train a copy of ``model`` for one warm-up step, then one recorded step at each of ``batches``.
 
-    The warm-up step (at the smallest batch) allocates the optimizer's state,
-    so every recorded step is a steady-state step. A step is the loop of
+    The warm-up step (at the smallest batch: batch norm refuses one example)
+    allocates the optimizer's state, so every recorded step is a steady-state step. A step is the loop of
     :func:`minigrad.training.fit`: for each micro-batch the next batch is made
     while the previous one is still held, forward, loss, backward; after the
     last one the optimizer step and ``zero_grad``; the logits, the loss and
@@ -174,7 +174,7 @@ def record_steps(model, input_shape, batches, make_optimizer, loss_fn, forward, 
             adopt(recorder, b, BUFFER_TAG)
         optimizer = make_optimizer(list(work.parameters()))
         optimizer.zero_grad(set_to_none=set_to_none)
-        for index, batch in enumerate((batches[0], *batches)):
+        for index, batch in enumerate((batches[0], *batches)):  # a warm-up step, then the recorded ones
             if index:
                 recorder.segments.append({"start": len(recorder.nbytes), "end": None, "marks": {}, "saved": None})
             for micro, suffix in enumerate(micro_batches):

@@ -230,6 +230,16 @@ def test_a_batch_of_one_is_overestimated_by_at_most_a_few_percent():
         assert real <= predicted <= 1.05 * real, (build.__name__, predicted, real)
 
 
+def test_a_model_that_refuses_a_batch_of_one_is_measured():
+    """BatchNorm1d in training mode needs two examples or more: the estimate never runs it on one."""
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Linear(64, 10))
+    result = estimate(model, (1, 28, 28), 100)
+    assert result.other == 2 * 64 * 4 + 8  # running mean and variance, and the batch counter
+    assert result.peak == fit_peak(lambda: nn.Sequential(
+        nn.Flatten(), nn.Linear(784, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Linear(64, 10)), 100,
+        lambda p: optim.Adam(p))
+
+
 def test_a_model_on_another_device_is_measured_there_with_the_same_figures():
     """The strict test device's arrays refuse to become NumPy, as CuPy's do: the estimate never needs the host."""
     device = strict_backend.register()
