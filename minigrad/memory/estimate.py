@@ -112,8 +112,9 @@ def _measure(model, input_shape, batches, make_optimizer, loss_fn, forward, dtyp
 class Estimate:
     """The memory of one training step at ``batch_size``, from coefficients exact in the batch size.
 
-    ``totals`` (per event of the step, per category) are ``intercept + batch_size * slope``;
-    every figure below reads them. ``at(b)`` gives the estimate at another batch size at no cost.
+    The live bytes of each category after each event of the step are
+    ``intercept + batch_size * slope``; every figure below reads them, so
+    ``at(b)`` gives the estimate at another batch size at no cost.
     """
 
     model_name: str
@@ -272,14 +273,15 @@ def _check_batch(batch_size) -> None:
 def _affine(values: list, batches: tuple, what: str):
     """Intercept and slope of ``values`` (arrays or ints) measured at equally spaced ``batches``; checks the law."""
     first, second, third = values
+    step = batches[1] - batches[0]
     slope = second - first
-    if np.any((third - second) != slope):
-        index = int(np.argwhere(np.atleast_1d((third - second) != slope).reshape(-1))[0][0])
+    broken = np.atleast_1d(((third - second) != slope) | (slope % step != 0))
+    if broken.any():
+        index = int(np.argwhere(broken)[0][0])
         raise EstimateError(
             f"estimate: {what} is not affine in the batch size (batches {batches}, entry {index}); "
             f"the model's memory depends on the batch size in another way, so extrapolating would be wrong. "
             f"Measure the real step with minigrad.memory.track() instead")
-    step = batches[1] - batches[0]
     slope = slope // step
     return first - batches[0] * slope, slope
 
