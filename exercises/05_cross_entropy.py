@@ -73,7 +73,7 @@ class CrossEntropyFunction(Function):
         xp = array_module(logp)
         rows = xp.arange(logp.shape[0])
         # TODO Exercise 5.2
-        raise NotImplementedError('Exercise 5.2: d(row loss)/d(logits) as a new (M, C) array dlogits, from the saved logp (chapter 05, section 3: the gradient of cross-entropy needs no exp of the raw logits)')
+        raise NotImplementedError('Exercise 5.2: d(row loss)/d(logits) as a new (M, C) array dlogits, computed from the saved logp alone (chapter 05, section 3: the gradient of the fused loss)')
         if ctx.reduction == "none":  # one loss per row: each row gets its own incoming gradient
             dlogits *= grad[:, None]
         else:
