@@ -95,7 +95,8 @@ class Module:
         replaces what the name held. Any other value for an already
         registered name goes through ``_set_registered`` (None placeholder,
         a new buffer tensor, or a clear error); everything else is an
-        ordinary attribute.
+        ordinary attribute, stored with ``object.__setattr__`` as ``__init__``
+        does (not ``super()``, which ``use_exercise`` cannot swap in).
         """
         if isinstance(value, Parameter):
             self._check_initialised(name)

@@ -91,7 +91,8 @@ class Module:
         replaces what the name held. Any other value for an already
         registered name goes through ``_set_registered`` (None placeholder,
         a new buffer tensor, or a clear error); everything else is an
-        ordinary attribute.
+        ordinary attribute, stored with ``object.__setattr__`` as ``__init__``
+        does (not ``super()``, which ``use_exercise`` cannot swap in).
         """
         ### BEGIN SOLUTION 5.1 | sort by kind (chapter 05, section 1): a Parameter or a Module goes into its own store under this name, after removing whatever the name held before (the two helpers above do that); other values for a registered name, or ordinary attributes, are handled as the docstring says
         if isinstance(value, Parameter):
