@@ -77,21 +77,21 @@ def random_tree(gen, reassign: bool = True) -> dict:
 
 
 def describe(spec: dict) -> str:
-    """The tree as the assignments that build it (for failure messages)."""
+    """The tree as the assignments that build it, on one line (for failure messages)."""
     lines = []
     for i, node in enumerate(spec["nodes"]):
         who = "root" if i == 0 else f"node{i}"
         for name, kind, payload in node:
             if kind == "param":
                 shape = "x".join(str(s) for s in np.shape(spec["params"][payload])) or "scalar"
-                lines.append(f"{who}.{name} = p{payload}  (a Parameter {shape})")
+                lines.append(f"{who}.{name} = p{payload} ({shape})")
             elif kind == "child":
                 lines.append(f"{who}.{name} = node{payload}")
             elif kind == "buffer":
                 lines.append(f"{who}.register_buffer({name!r}, b{payload[0]}, persistent={payload[1]})")
             else:
                 lines.append(f"{who}.{name} = {payload!r}")
-    return "\n    ".join(lines)
+    return "; ".join(lines)
 
 
 # ----------------------------------------------------------------------------- building and reading it (both sides)
@@ -250,7 +250,7 @@ def _compare(answer: dict, expected: dict, fields, spec) -> None:
         if not _same(got, want):
             raise AssertionError(
                 f"{field} of a random module tree differs from the library's:\n  got      {_short(got)}\n"
-                f"  expected {_short(want)}\n  the tree (node0 is root):\n    {describe(spec)}"
+                f"  expected {_short(want)}\n  the tree (p: Parameters, b: buffers): {describe(spec)}"
             )
 
 
