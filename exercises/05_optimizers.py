@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-__all__ = ["sgd_update", "adam_update", "rmsprop_update"]
+__all__ = ["sgd_update", "adam_update"]
 
 
 def sgd_update(
@@ -108,53 +108,3 @@ def adam_update(
             grad = grad + weight_decay * param
     # TODO Exercise 5.3
     raise NotImplementedError('Exercise 5.3: adaptive steps (chapter 05, section 5): update both running averages in place, keep the AMSGrad maximum in place when asked, then move param in place by the bias-corrected ratio the docstring describes')
-
-
-def rmsprop_update(
-    param,
-    grad,
-    square_avg,
-    grad_avg=None,
-    momentum_buffer=None,
-    *,
-    lr: float,
-    alpha: float,
-    eps: float,
-    weight_decay: float = 0.0,
-    momentum: float = 0.0,
-    centered: bool = False,
-    maximize: bool = False,
-) -> None:
-    """One RMSprop step for one parameter, in place.
-
-    ``square_avg`` (v) is the running average of the squared gradient;
-    ``grad_avg`` (a, only when ``centered``) of the gradient; ``momentum_buffer``
-    (b, only when ``momentum > 0``) starts at zero::
-
-        g = -g                            if maximize
-        g = g + weight_decay * p          if weight_decay != 0
-        v = alpha * v + (1 - alpha) * g * g
-        a = alpha * a + (1 - alpha) * g   if centered
-        s = sqrt(v - a * a) + eps         if centered (an estimate of the std)
-        s = sqrt(v) + eps                 otherwise
-        b = momentum * b + g / s;  p = p - lr * b     if momentum > 0
-        p = p - lr * g / s                            otherwise
-    """
-    if maximize:
-        grad = -grad
-    if weight_decay != 0:
-        grad = grad + weight_decay * param
-    square_avg *= alpha
-    square_avg += (1 - alpha) * grad * grad
-    if centered:
-        grad_avg *= alpha
-        grad_avg += (1 - alpha) * grad
-        avg = np.sqrt(square_avg - grad_avg * grad_avg) + eps
-    else:
-        avg = np.sqrt(square_avg) + eps
-    if momentum > 0:
-        momentum_buffer *= momentum
-        momentum_buffer += grad / avg
-        param -= lr * momentum_buffer
-    else:
-        param -= lr * (grad / avg)

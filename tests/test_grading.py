@@ -217,7 +217,11 @@ def test_a_misnamed_file_in_a_folder_of_submissions_scores_zero_with_the_reason(
 def test_seed_replays_a_run(tmp_path):
     path = tmp_path / "03_wrong.py"
     text = (ROOT / "solutions" / "03_tensors.py").read_text()
-    path.write_text(text + "\n\ndef strides_for_shape(shape):\n    return (1,) * len(shape)\n")
+    wrong = (
+        "\n\ndef strides_for_shape(shape):\n    return (1,) * len(shape)\n"
+        "\n\ndef index_to_position(index, strides, offset=0):\n    return sum(index)\n"
+    )  # both functions of exercise 3.1 wrong
+    path.write_text(text + wrong)
     first = grade("3.1", path, seed=1234, show=False)[0].exercises[0]
     again = grade("3.1", path, seed=1234, show=False)[0].exercises[0]
     other = grade("3.1", path, seed=4321, show=False)[0].exercises[0]
