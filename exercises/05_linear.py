@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from minigrad.nn.functional._utils import check_tensor
 from minigrad.tensor import Function, ShapeError, Tensor, get_dtype_policy
-from minigrad.tensor.grad_rules import product
+from minigrad.tensor.fast_float16 import product
 
 __all__ = ["linear", "check_linear_input", "affine", "LinearFunction"]
 
