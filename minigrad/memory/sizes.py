@@ -1,8 +1,12 @@
 """The size rules: how a request is rounded, which pool serves it, how big a new segment is, when a block splits.
 
-The numbers are PyTorch's CUDA caching allocator's (``kMinBlockSize``,
-``kSmallSize``, ``kSmallBuffer``, ``kMinLargeAlloc``, ``kRoundLarge`` in
-``c10/cuda/CUDACachingAllocator.cpp``):
+The numbers and rules are PyTorch's CUDA caching allocator's: the constants
+``kMinBlockSize``, ``kSmallSize``, ``kSmallBuffer``, ``kLargeBuffer``,
+``kMinLargeAlloc``, ``kRoundLarge`` and the functions ``round_size``,
+``get_allocation_size`` and ``should_split`` of
+``c10/cuda/CUDACachingAllocator.cpp`` in the PyTorch repository (the
+constants moved to ``c10/core/AllocatorConfig.h`` in later versions; the
+default configuration, without ``PYTORCH_CUDA_ALLOC_CONF``, is modelled):
 
 - every request is rounded up to a multiple of 512 bytes (at least 512), so
   blocks stay aligned and tiny sizes do not splinter the pool;

@@ -142,6 +142,18 @@ def test_best_fit_takes_the_smallest_hole_first_fit_the_lowest(policy, takes):
     assert allocator.malloc(1024) == {"small_hole": small_hole, "big_hole": big_hole}[takes]
 
 
+@pytest.mark.parametrize("policy", ["best_fit", "first_fit"])
+def test_both_policies_pass_over_a_hole_that_is_too_small(policy):
+    allocator = CachingAllocator(policy=policy)
+    too_small = allocator.malloc(512)
+    allocator.malloc(512)
+    fits = allocator.malloc(1024)
+    allocator.malloc(512)
+    allocator.free(too_small)
+    allocator.free(fits)
+    assert allocator.malloc(1000) == fits
+
+
 def test_the_cache_serves_a_freed_block_again_without_reserving():
     allocator = CachingAllocator()
     first = allocator.malloc(300 * KiB)

@@ -2,8 +2,9 @@
 
 After every operation: the blocks of each segment tile it exactly and
 segments do not overlap; live allocations are exactly the allocated
-blocks; every reserved byte is either allocated or in a pool; no two free
-blocks are adjacent; the statistics equal a recount from the blocks. An
+blocks; the policy picked the block a brute-force search picks; every
+reserved byte is either allocated or in a pool; no two free blocks are
+adjacent; the statistics equal a recount from the blocks. An
 out-of-memory error leaves every allocation as it was (only the cache may
 have been emptied).
 """
@@ -14,14 +15,22 @@ from hypothesis import strategies as st
 from minigrad.memory import AllocatorOutOfMemoryError, CachingAllocator
 from minigrad.memory.sizes import LARGE, MIN_BLOCK, SMALL, MiB, pool_for, round_size
 
-SIZES = st.one_of(st.integers(0, 4096), st.integers(0, 2 * MiB), st.integers(MiB, 25 * MiB))
+KiB = 1024
+# sizes on the pools' boundaries and a few repeated ones (so freed blocks get reused), then any size
+SIZES = st.one_of(
+    st.sampled_from([0, 1, 512, 513, 1 * KiB, 3 * KiB, 64 * KiB, 256 * KiB, 512 * KiB, MiB, MiB + 1, 3 * MiB,
+                     10 * MiB - 1, 10 * MiB, 12 * MiB]),
+    st.integers(0, 2 * MiB),
+    st.integers(MiB, 25 * MiB),
+)
 OPERATIONS = st.lists(
     st.one_of(
         st.tuples(st.just("malloc"), SIZES),
         st.tuples(st.just("free"), st.integers(0, 1000)),
         st.tuples(st.just("empty_cache"), st.just(0)),
     ),
-    max_size=60,
+    min_size=10,
+    max_size=100,
 )
 
 
@@ -45,6 +54,16 @@ def recount(allocator) -> dict[str, int]:
             f"inactive_split.{kind}.current": len(split_free),
         })
     return counts
+
+
+def expected_block(allocator, nbytes: int):
+    """The address of the free block the policy must pick for ``nbytes``, or None (a new segment), by brute force."""
+    size = round_size(nbytes)
+    fitting = [b for b in allocator.pools[pool_for(size)].blocks.values() if b.size >= size]
+    if not fitting:
+        return None
+    key = (lambda b: (b.size, b.address)) if allocator.policy == "best_fit" else (lambda b: b.address)
+    return min(fitting, key=key).address
 
 
 def check_invariants(allocator, live: dict[int, int]) -> None:
@@ -94,6 +113,7 @@ def test_random_sequences_keep_every_invariant(operations, policy, capacity):
         if operation == "malloc":
             ooms = allocator.memory_stats()["num_ooms"]
             before = {address: block.size for address, block in allocator.allocated.items()}
+            expected = expected_block(allocator, value)
             try:
                 address = allocator.malloc(value)
             except AllocatorOutOfMemoryError:
@@ -101,6 +121,8 @@ def test_random_sequences_keep_every_invariant(operations, policy, capacity):
                 assert {address: block.size for address, block in allocator.allocated.items()} == before
             else:
                 assert address not in live
+                assert expected is None or address == expected, "the policy picked another block"
+                assert expected is not None or allocator.allocated[address].segment.first.address == address
                 live[address] = value
         elif operation == "free" and live:
             address = sorted(live)[value % len(live)]
