@@ -5,13 +5,15 @@ PyTorch's size rules (512-byte rounding, a small pool of 2 MiB segments and
 a large pool), best-fit or first-fit, splitting and coalescing,
 ``empty_cache()``, statistics shaped like ``torch.cuda.memory_stats()`` and a
 fragmentation figure. ``replay(trace, policy)`` runs a recorded sequence of
-allocations through it; ``record_trace`` records one from real code.
+allocations through it; ``record_trace`` records one from real code, and
+``compare_policies_on_training_step()`` prints both policies' figures on a
+recorded training step.
 
 Reading order
 -------------
-The allocator from the rules up (539 lines in all):
+The allocator from the rules up (543 lines in all):
 
-1. ``sizes.py`` (60 lines): rounding, the two pools, segment sizes, when to split.
+1. ``sizes.py`` (64 lines): rounding, the two pools, segment sizes, when to split.
 2. ``blocks.py`` (69 lines): segments and the blocks that tile them.
 3. ``pools.py`` (40 lines): a pool's free blocks, sorted by size and by address.
 4. ``policies.py`` (37 lines): best fit and first fit.
@@ -23,16 +25,16 @@ Extensions (not on the reading path)
 ------------------------------------
 - ``device.py`` (50 lines): the device's ``malloc``/``free`` the allocator reserves segments from.
 - ``stats.py`` (88 lines): the statistics, in ``torch.cuda.memory_stats()``'s shape.
-- ``trace_recording.py`` (85 lines): a trace recorded from a real training step.
+- ``trace_recording.py`` (105 lines): a trace recorded from real training steps (MNIST MLP, CNN).
 - ``cupy_allocator.py`` (60 lines): the allocator serving CuPy's arrays on a GPU.
 """
 
 from minigrad.memory.allocator import AllocatorOutOfMemoryError, CachingAllocator
 from minigrad.memory.cupy_allocator import CupyCachingAllocator
-from minigrad.memory.trace_recording import compare_policies_on_mlp_step, record_mlp_step, record_trace
+from minigrad.memory.trace_recording import compare_policies_on_training_step, record_trace, record_training_step
 from minigrad.memory.trace_replay import ReplayResult, compare_policies, replay
 
 __all__ = [
     "AllocatorOutOfMemoryError", "CachingAllocator", "CupyCachingAllocator", "ReplayResult",
-    "compare_policies", "compare_policies_on_mlp_step", "record_mlp_step", "record_trace", "replay",
+    "compare_policies", "compare_policies_on_training_step", "record_trace", "record_training_step", "replay",
 ]

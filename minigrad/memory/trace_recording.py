@@ -9,11 +9,12 @@ recording started are left out; a buffer relabelled while alive (a new
 tensor that becomes a parameter) carries its latest tag; buffers still alive at the end (the
 model's parameters, the optimizer's state) stay allocated in the trace.
 
-:func:`record_mlp_step` records building an MNIST MLP (784-256-128-10,
-ReLU, Adam) and one training step on a batch: parameters, then the
-activations of the forward pass, the gradients of the backward pass and
-Adam's state and scratch memory. The batch is random numbers of MNIST's
-shape: the memory a step needs depends on shapes only.
+:func:`record_training_step` records building a network (the MNIST MLP
+784-256-128-10 of chapter 05 or the CNN of chapter 06) with Adam and
+training it for a step or more: parameters, then the activations of the
+forward pass, the gradients of the backward pass and Adam's state and
+scratch memory. The batches are random numbers of MNIST's shape: the
+memory a step needs depends on shapes only.
 """
 
 from __future__ import annotations
@@ -48,38 +49,57 @@ def record_trace(fn, *args, **kwargs) -> tuple[list[tuple], object]:
     gc.collect()  # buffers of earlier code that only a collection frees go now, not during the recording
     with hooks.add_allocation_observer(observe):
         result = fn(*args, **kwargs)
-        del args, kwargs
     return trace, result
 
 
-def _mlp_step(batch_size: int, seed: int):
+def _mnist_mlp():
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def _mnist_cnn():
+    return nn.Sequential(nn.Conv2d(1, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 5), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(512, 10))
+
+
+MODELS = {
+    "mnist-mlp": ("MNIST MLP 784-256-128-10", _mnist_mlp),
+    "mnist-cnn": ("MNIST CNN conv16-pool-conv32-pool-linear", _mnist_cnn),
+}
+
+
+def _train(model_name: str, batch_size: int, steps: int, seed: int):
     manual_seed(seed)
-    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
-                          nn.Linear(128, 10))
+    model = MODELS[model_name][1]()
     opt = optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
     rng = np.random.default_rng(seed)
-    images = from_numpy(rng.random((batch_size, 1, 28, 28), dtype=np.float32))
-    labels = from_numpy(rng.integers(0, 10, batch_size))
-    loss = nn.CrossEntropyLoss()(model(images), labels)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    del images, labels, loss
+    for _ in range(steps):
+        images = from_numpy(rng.random((batch_size, 1, 28, 28), dtype=np.float32))
+        labels = from_numpy(rng.integers(0, 10, batch_size))
+        loss = loss_fn(model(images), labels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        del images, labels, loss
     return model, opt  # kept alive: parameters, gradients and optimizer state stay allocated
 
 
-def record_mlp_step(batch_size: int = 64, seed: int = 0) -> list[tuple]:
-    """The trace of building an MNIST MLP with Adam and running one training step at ``batch_size``."""
-    trace, _ = record_trace(_mlp_step, batch_size, seed)
+def record_training_step(model: str = "mnist-mlp", batch_size: int = 64, steps: int = 1, seed: int = 0) -> list[tuple]:
+    """The trace of building ``model`` (``"mnist-mlp"`` or ``"mnist-cnn"``) with Adam and training ``steps`` steps."""
+    if model not in MODELS:
+        raise ValueError(f"record_training_step: unknown model {model!r}; choose one of {sorted(MODELS)}")
+    trace, _ = record_trace(_train, model, batch_size, steps, seed)
     return trace
 
 
-def compare_policies_on_mlp_step(batch_size: int = 64, file=None) -> dict:
-    """Record one MNIST-MLP training step, replay it under best fit and first fit, print and return both results."""
-    trace = record_mlp_step(batch_size)
+def compare_policies_on_training_step(model: str = "mnist-mlp", batch_size: int = 64, steps: int = 1,
+                                      file=None) -> dict:
+    """Record ``steps`` training steps of ``model``, replay them under best fit and first fit; print and return both."""
+    trace = record_training_step(model, batch_size, steps)
     results = compare_policies(trace)
     allocs = sum(1 for event in trace if event[0] == ALLOC)
-    print(f"MNIST MLP 784-256-128-10, Adam, one training step at batch {batch_size}: {allocs} allocations, "
-          f"{len(trace) - allocs} frees", file=file or sys.stdout)
-    print(format_comparison(results), file=file or sys.stdout)
+    out = file or sys.stdout
+    print(f"{MODELS[model][0]}, Adam, {steps} training step{'s' if steps > 1 else ''} at batch {batch_size}: "
+          f"{allocs} allocations, {len(trace) - allocs} frees", file=out)
+    print(format_comparison(results), file=out)
     return results

@@ -4,7 +4,7 @@ import io
 
 import pytest
 
-from minigrad.memory import compare_policies, compare_policies_on_mlp_step, record_mlp_step, record_trace, replay
+from minigrad.memory import compare_policies, compare_policies_on_training_step, record_trace, record_training_step, replay
 from minigrad.memory.sizes import MiB, round_size
 
 
@@ -71,7 +71,7 @@ def test_record_trace_sees_allocations_and_frees_of_the_code_it_runs():
 
 
 def test_a_recorded_mlp_step_replays_under_both_policies():
-    trace = record_mlp_step(batch_size=64)
+    trace = record_training_step("mnist-mlp", batch_size=64)
     alive, tags = set(), set()
     for event in trace:
         if event[0] == "alloc":
@@ -82,10 +82,15 @@ def test_a_recorded_mlp_step_replays_under_both_policies():
     assert {"parameter", "gradient", "optimizer_state", "activation"} <= tags
     assert 784 * 256 * 4 in {e[2] for e in trace if e[0] == "alloc"}  # the first layer's weight
     out = io.StringIO()
-    results = compare_policies_on_mlp_step(batch_size=64, file=out)
+    results = compare_policies_on_training_step("mnist-mlp", batch_size=64, file=out)
     text = out.getvalue()
-    assert "batch 64" in text and "best_fit" in text and "first_fit" in text
+    assert "MNIST MLP" in text and "batch 64" in text and "best_fit" in text and "first_fit" in text
     for result in results.values():
         assert result.peak_allocated == peak_of_rounded_sizes(trace)
         assert result.peak_reserved >= result.peak_allocated
         assert 0.0 <= result.peak_fragmentation < 1.0
+
+
+def test_an_unknown_model_is_named_with_the_choices():
+    with pytest.raises(ValueError, match=r"unknown model 'resnet'; choose one of \['mnist-cnn', 'mnist-mlp'\]"):
+        record_training_step("resnet")
