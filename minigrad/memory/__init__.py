@@ -11,13 +11,13 @@ recorded training step.
 
 Reading order
 -------------
-The allocator from the rules up (543 lines in all):
+The allocator from the rules up (547 lines in all):
 
 1. ``sizes.py`` (64 lines): rounding, the two pools, segment sizes, when to split.
 2. ``blocks.py`` (69 lines): segments and the blocks that tile them.
 3. ``pools.py`` (40 lines): a pool's free blocks, sorted by size and by address.
 4. ``policies.py`` (37 lines): best fit and first fit.
-5. ``allocator.py`` (236 lines): ``malloc``, ``free`` with coalescing, ``empty_cache``,
+5. ``allocator.py`` (240 lines): ``malloc``, ``free`` with coalescing, ``empty_cache``,
    the capacity and its out-of-memory error.
 6. ``trace_replay.py`` (97 lines): replaying a trace under a policy.
 

@@ -81,21 +81,9 @@ class CachingAllocator:
             block = self._new_segment(nbytes, size, pool.name).first
         else:
             pool.remove(block)
-        was_split = block.is_split()
         if should_split(block.size, size, pool.name):
-            remainder = Block(block.address + size, block.size - size, block.segment)
-            remainder.prev, remainder.next = block, block.next
-            if block.next is not None:
-                block.next.prev = remainder
-            block.next = remainder
-            block.size = size
-            pool.add(remainder)
-            if was_split:  # an inactive split block shrinks by the part handed out
-                self.stats.change("inactive_split_bytes", pool.name, -size)
-            else:  # a whole segment's block is cut: its remainder is a new inactive split block
-                self.stats.change("inactive_split_bytes", pool.name, remainder.size)
-                self.stats.change("inactive_split", pool.name, 1)
-        elif was_split:  # an inactive split block is handed out whole
+            self._split(block, size, pool)
+        elif block.is_split():  # an inactive split block is handed out whole
             self.stats.change("inactive_split_bytes", pool.name, -block.size)
             self.stats.change("inactive_split", pool.name, -1)
         block.allocated, block.requested, block.tag = True, nbytes, tag
@@ -104,6 +92,22 @@ class CachingAllocator:
                              ("active_bytes", block.size), ("active", 1)):
             self.stats.change(name, pool.name, amount)
         return block.address
+
+    def _split(self, block: Block, size: int, pool: Pool) -> None:
+        """Cut ``block`` to ``size`` bytes; the rest becomes a free block right after it, in ``pool``."""
+        was_split = block.is_split()
+        remainder = Block(block.address + size, block.size - size, block.segment)
+        remainder.prev, remainder.next = block, block.next
+        if block.next is not None:
+            block.next.prev = remainder
+        block.next = remainder
+        block.size = size
+        pool.add(remainder)
+        if was_split:  # an inactive split block shrinks by the part handed out
+            self.stats.change("inactive_split_bytes", pool.name, -size)
+        else:  # a whole segment's block is cut: its remainder is a new inactive split block
+            self.stats.change("inactive_split_bytes", pool.name, remainder.size)
+            self.stats.change("inactive_split", pool.name, 1)
 
     def _new_segment(self, nbytes: int, size: int, pool: str) -> Segment:
         reserve = segment_size(size)
