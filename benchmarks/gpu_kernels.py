@@ -282,11 +282,13 @@ def gpu_rows(seed: int, repeat: int) -> tuple[Card, list[dict]]:
 
 # ---- MNIST epochs on the GPU: minigrad (model.to("cuda")) against PyTorch CUDA ----
 
-def mnist_arrays():
+def mnist_arrays(subset: bool = False):
     """Normalised float32 images (N, 1, 28, 28) and labels; the full set if on disk, else the shipped subset."""
     from minigrad.data import MNIST
 
     try:
+        if subset:
+            raise FileNotFoundError("the subset was asked for")
         splits, note = [MNIST(train=train, download=False) for train in (True, False)], "MNIST"
     except Exception:  # not on disk: the 5,000/1,000-image subset inside the package
         splits, note = [MNIST(train=train, subset=True) for train in (True, False)], "MNIST subset"
@@ -332,9 +334,16 @@ def _epochs(step, sync, batches, epochs: int) -> list[float]:
     return times
 
 
-def minigrad_epoch(kind: str, data, epochs: int) -> dict:
-    import cupy
+def minigrad_epoch(kind: str, data, epochs: int, device: str = "cuda", sync=None) -> dict:
+    """Train ``epochs`` epochs on ``device`` (batches uploaded one at a time, as a DataLoader hands them over).
 
+    ``sync`` waits for the device's queued work (default: CuPy's); the tests
+    pass the strict test device, which has no queue, to run this code on the CPU.
+    """
+    if sync is None:
+        import cupy
+
+        sync = cupy.cuda.runtime.deviceSynchronize
     import minigrad.gpu  # noqa: F401  (registers the "cuda" device)
     from minigrad import nn, optim
     from minigrad.tensor import manual_seed, no_grad, tensor
@@ -342,22 +351,22 @@ def minigrad_epoch(kind: str, data, epochs: int) -> dict:
     (x, y), (xt, yt) = data
     _, batch, lr = WORKLOADS[kind]
     manual_seed(0)
-    model = _minigrad_model(kind).to("cuda")
+    model = _minigrad_model(kind).to(device)
     opt = optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
     order = np.random.default_rng(0).permutation(len(y))
     batches = [order[i : i + batch] for i in range(0, len(order), batch)]
 
     def step(idx):
-        loss = loss_fn(model(tensor(x[idx], device="cuda")), tensor(y[idx], device="cuda"))
+        loss = loss_fn(model(tensor(x[idx], device=device)), tensor(y[idx], device=device))
         opt.zero_grad()
         loss.backward()
         opt.step()
 
-    times = _epochs(step, cupy.cuda.runtime.deviceSynchronize, batches, epochs)
+    times = _epochs(step, sync, batches, epochs)
     model.eval()
     with no_grad():
-        predicted = np.concatenate([model(tensor(xt[i : i + 1000], device="cuda")).cpu().numpy().argmax(1)
+        predicted = np.concatenate([model(tensor(xt[i : i + 1000], device=device)).cpu().numpy().argmax(1)
                                     for i in range(0, len(yt), 1000)])
     return dict(epoch_seconds=float(np.median(times)), accuracy=float((predicted == yt).mean()))
 

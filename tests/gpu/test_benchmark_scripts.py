@@ -51,6 +51,19 @@ def test_wrong_kernel_output_is_reported_as_a_failed_check():
     assert not gpu_kernels._matches(args, wrong, gpu_kernels.np, gpu_kernels.np.asarray)
 
 
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_mnist_epoch_code_runs_on_a_device_that_refuses_host_conversion(kind):
+    """The GPU epoch's code, on the strict test device: no hidden host NumPy call, accuracy above chance."""
+    from minigrad.tensor import strict_backend
+
+    (x, y), (xt, yt) = gpu_kernels.mnist_arrays(subset=True)[0]
+    data = ((x[:512], y[:512]), (xt[:200], yt[:200]))
+    strict_backend.register()
+    result = gpu_kernels.minigrad_epoch(kind, data, epochs=1, device=strict_backend.DEVICE_TYPE, sync=lambda: None)
+    assert result["epoch_seconds"] > 0
+    assert result["accuracy"] > 0.3  # chance is 0.1; 512 images, one epoch
+
+
 @pytest.mark.skipif(gpu_kernels.gpu_unavailable() is None, reason="a GPU is present: the GPU run is checked by pytest -m gpu")
 def test_asking_for_the_gpu_without_one_exits_2_with_the_reason(capsys):
     assert gpu_kernels.main(["--target", "gpu"]) == 2
