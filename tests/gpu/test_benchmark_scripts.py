@@ -129,6 +129,9 @@ def test_device_check_summary_without_benchmark_results(tmp_path):
     table = gpu_check_summary.summary(tmp_path, "GPU", ("install", "1"), ("2", "3"), ("124", "150"))
     assert "FAILED (exit 2): no output" in table
     assert "FAILED (exit 124), no results" in table
+    (tmp_path / "pytest.log").write_text("sss\n3 skipped, 10 deselected in 1.0s\n")
+    table = gpu_check_summary.summary(tmp_path, "GPU", ("install", "1"), ("5", "3"), ("0", "150"))
+    assert "FAILED, no gpu-marked test passed: 3 skipped, 10 deselected in 1.0s" in table
 
 
 def _check(tmp_path, *args, nvidia_smi):
