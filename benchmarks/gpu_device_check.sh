@@ -24,6 +24,8 @@ PYTHON=${PYTHON:-python3}
 NVIDIA_SMI=${NVIDIA_SMI:-nvidia-smi}
 VENV=${MINIGRAD_CHECK_VENV:-.venv-gpu-check}
 LOGS=${MINIGRAD_CHECK_LOGS:-$(mktemp -d "${TMPDIR:-/tmp}/minigrad-gpu-check.XXXXXX")}
+# Time limits per step, in seconds: 8 minutes in all, with a few seconds for making the venv.
+INSTALL_LIMIT=200 CUPY_LIMIT=30 PYTEST_LIMIT=80 BENCHMARK_LIMIT=160
 WITH_TORCH=0
 REUSE_VENV=0
 for arg in "$@"; do
@@ -78,18 +80,19 @@ else
     echo "== installing ${extras[*]} into $VENV"
     install_label="install ${extras[*]}"
     rm -rf "$VENV"
-    { "$PYTHON" -m venv "${site_packages[@]}" "$VENV" && timeout 240 "$VENV/bin/pip" install "${extras[@]}"; } \
+    { "$PYTHON" -m venv "${site_packages[@]}" "$VENV" && timeout "$INSTALL_LIMIT" "$VENV/bin/pip" install "${extras[@]}"; } \
         > "$LOGS/install.log" 2>&1
 fi
 if [ $? != 0 ]; then
     tail -n 20 "$LOGS/install.log" >&2
-    echo "gpu_device_check: the install failed (full log: $LOGS/install.log)" >&2
+    echo "gpu_device_check: the install failed or ran past ${INSTALL_LIMIT} s (full log: $LOGS/install.log);" >&2
+    echo "  wheels downloaded in full are in pip's cache, so running again goes further" >&2
     exit 4
 fi
 install_seconds=$(seconds_since "$start")
 
 # 3. Does CuPy see the GPU (driver new enough for CUDA 12, libraries found)?
-if ! reason=$("$VENV/bin/python" - 2>&1 <<'EOF'
+if ! reason=$(timeout "$CUPY_LIMIT" "$VENV/bin/python" - 2>&1 <<'EOF'
 import sys
 try:
     import cupy
@@ -106,7 +109,7 @@ fi
 # 4. The gpu-marked tests, then the benchmarks.
 export MPLBACKEND=Agg
 start=$(date +%s)
-timeout 90 "$VENV/bin/python" -m pytest tests -m gpu -q -rs > "$LOGS/pytest.log" 2>&1
+timeout "$PYTEST_LIMIT" "$VENV/bin/python" -m pytest tests -m gpu -q -rs > "$LOGS/pytest.log" 2>&1
 pytest_status=$?
 if [ "$pytest_status" = 0 ] && ! grep -q "[0-9] passed" "$LOGS/pytest.log"; then
     pytest_status=5  # all skipped: on a GPU machine that means nothing was checked
@@ -115,8 +118,8 @@ pytest_seconds=$(seconds_since "$start")
 tail -n 15 "$LOGS/pytest.log"
 
 start=$(date +%s)
-PYTHONUNBUFFERED=1 timeout 150 "$VENV/bin/python" benchmarks/gpu_kernels.py --target gpu --json "$LOGS/gpu_kernels.json" \
-    2>&1 | tee "$LOGS/gpu_kernels.log"
+PYTHONUNBUFFERED=1 timeout "$BENCHMARK_LIMIT" "$VENV/bin/python" benchmarks/gpu_kernels.py --target gpu \
+    --json "$LOGS/gpu_kernels.json" 2>&1 | tee "$LOGS/gpu_kernels.log"
 bench_status=${PIPESTATUS[0]}
 bench_seconds=$(seconds_since "$start")
 
