@@ -34,10 +34,10 @@ def test_each_element_is_read_and_written_once():
 
 
 def test_default_launch_caps_the_grid():
-    x, y = _arrays(10_000)
-    out = scaled_add(0.5, x, y)
+    x, y = _arrays(40_000)
+    out = scaled_add(0.5, x, y, threads=32)  # 1,250 blocks of 32 would cover it; the cap is 1,024
     np.testing.assert_array_equal(out, np.float32(0.5) * x + y)
-    assert jit.last_launch_stats().blocks == 32
+    assert jit.last_launch_stats().blocks == 1024
 
 
 def test_a_bound_off_by_one_is_reported_out_of_bounds():

@@ -23,7 +23,7 @@ from minigrad.gpu import jit
 from minigrad.gpu.kernels.host import array_module, blocks_for, check_float32, check_same_shape
 
 BLOCK = 128  # threads per block
-MAX_BLOCKS = 32  # a bigger grid only adds idle threads: the grid-stride loop covers the rest
+MAX_BLOCKS = 1024  # enough blocks to fill a large GPU; beyond that the grid-stride loop covers the rest
 
 
 @jit.rawkernel()

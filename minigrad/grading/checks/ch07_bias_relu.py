@@ -83,7 +83,7 @@ def test_full_blocks(learner, rng):
 @exercise("7.4")
 def test_ragged_rows_and_columns(learner, rng):
     gen = np_generator(rng)
-    _run(learner, gen, int(gen.integers(9, 30)), int(gen.integers(33, 50)), "two blocks, the second half empty")
+    _run(learner, gen, int(gen.integers(9, 30)), int(gen.integers(33, 50)), "two blocks, the second only partly inside the matrix")
 
 
 @exercise("7.4")
