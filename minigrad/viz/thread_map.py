@@ -171,17 +171,18 @@ class ThreadMap:
     """
 
     def __init__(self, n: int = 40, blocks: int = 2, threads: int = 8, grid_stride: bool = True):
-        self.set(n, blocks, threads, grid_stride)
+        draw_thread_map(n, blocks, threads, grid_stride)  # validates
+        self.n, self.blocks, self.threads, self.grid_stride = n, blocks, threads, grid_stride
         self._widget = None
 
     def set(self, n: int | None = None, blocks: int | None = None, threads: int | None = None,
             grid_stride: bool | None = None) -> None:
         """Change the launch (None keeps a value); raises ValueError for a picture too large to draw."""
-        current = getattr(self, "n", 40), getattr(self, "blocks", 2), getattr(self, "threads", 8), getattr(self, "grid_stride", True)
+        current = (self.n, self.blocks, self.threads, self.grid_stride)
         wanted = tuple(c if v is None else v for v, c in zip((n, blocks, threads, grid_stride), current))
-        draw_thread_map(*wanted)  # validates
+        draw_thread_map(*wanted)
         self.n, self.blocks, self.threads, self.grid_stride = wanted
-        if self._widget_ready():
+        if self._widget is not None:
             self._refresh()
 
     def assignment(self) -> ThreadAssignment:
@@ -189,9 +190,6 @@ class ThreadMap:
 
     def figure(self) -> SVGFigure:
         return draw_thread_map(self.n, self.blocks, self.threads, self.grid_stride)
-
-    def _widget_ready(self) -> bool:
-        return getattr(self, "_widget", None) is not None
 
     @property
     def widget(self):
