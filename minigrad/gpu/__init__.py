@@ -3,7 +3,11 @@
 ``from minigrad.gpu import jit`` gives the kernel-writing names of
 ``cupyx.jit`` (see :mod:`minigrad.gpu.jit`); ``kernel[grid, block](*args)``
 runs a kernel on the GPU when given CuPy arrays and on the simulator when
-given NumPy arrays. Importing this package never needs CuPy. The simulator
+given NumPy arrays. Importing this package never needs CuPy; it makes
+``"cuda"`` a device of the tensor core (:mod:`minigrad.gpu.backend`): the first
+``x.to("cuda")`` imports CuPy, registers the backend and the fused kernels
+behind relu, cross-entropy and Adam, or raises a clear error saying whether
+CuPy or a GPU is missing. The simulator
 executes every thread of every block with real barriers and turns GPU bugs -
 out-of-bounds accesses, divergent barriers, shared-memory data races - into
 errors that name the kernel, block, thread and index; it counts each
@@ -51,12 +55,19 @@ Extensions (not on the reading path)
 - ``cupy_kernel.py`` (111 lines): the same kernel handed to ``cupyx.jit`` for a real GPU.
 - ``compile_check.py`` (132 lines): transpile with ``cupyx.jit`` and compile with
   NVRTC, without a GPU (the ``gpu-check`` extra).
+- ``backend.py`` (114 lines): the ``"cuda"`` device - CuPy arrays, registered on
+  first use; the error when CuPy or a GPU is missing.
+- ``backend_ops.py`` (131 lines): the fused kernels behind the core's ops
+  (relu backward, cross-entropy, Adam) through the per-device dispatch.
+- ``backend_reference.py`` (68 lines): the fused kernels' arithmetic as array
+  operations, the stand-ins the test suites register for the strict device.
 - ``kernels/__init__.py`` (27 lines): the kernels' host wrappers, imported in one place.
 - ``kernels/host.py`` (56 lines): what every wrapper needs - the arrays' module
   (NumPy or CuPy), grid sizes, dtype and shape checks.
 """
 
 from minigrad.gpu import jit
+from minigrad.gpu.backend import CudaUnavailableError, cuda_available
 from minigrad.gpu.counters import LaunchStats
 from minigrad.gpu.errors import (
     DivergentBarrierError,
@@ -69,6 +80,8 @@ from minigrad.gpu.errors import (
 
 __all__ = [
     "jit",
+    "cuda_available",
+    "CudaUnavailableError",
     "LaunchStats",
     "KernelError",
     "KernelLaunchError",

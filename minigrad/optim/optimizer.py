@@ -109,6 +109,14 @@ def _as_state_tensor(value, param: Tensor) -> Tensor:
         return make_tensor(transfer(host, cpu, param.device), param.device)
 
 
+def _follow_parameter(p: Tensor, state: dict[str, Any]) -> None:
+    """Move ``p``'s state tensors to ``p``'s device if ``p`` moved (``model.to("cuda")`` after some steps)."""
+    for key, value in state.items():
+        if isinstance(value, Tensor) and value._device is not p._device:
+            with allocation_tag(OPTIMIZER_STATE):
+                state[key] = make_tensor(transfer(value._data, value._device, p._device), p._device)
+
+
 class Optimizer:
     """Base class of all optimizers (``SGD``, ``Adam``, ``AdamW``, ``RMSprop``).
 
@@ -255,7 +263,10 @@ class Optimizer:
                 _check_current_lr(self, i, group.get("lr", 0.0))
                 for p in group["params"]:
                     if p.grad is not None:
-                        self._update(p, self.state[p], group)
+                        state = self.state[p]
+                        if state:
+                            _follow_parameter(p, state)
+                        self._update(p, state, group)
         return loss
 
     def _update(self, p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
