@@ -19,7 +19,10 @@ the version counters of what they change, exactly as in-place tensor ops do
 (so autograd can still catch a saved tensor that an optimizer step changed).
 
 State buffers are allocated under ``allocation_tag("optimizer_state")`` so
-that ``minigrad.memory`` reports them in their own category.
+that ``minigrad.memory`` reports them in their own category. They live on
+their parameter's device: created there, moved there by ``step()`` if the
+parameter moved since (``model.to("cuda")`` after some steps; PyTorch would
+fail), and copied there by ``load_state_dict`` whatever device saved them.
 
 Deviations from PyTorch, all for teaching or simplicity:
 

@@ -44,6 +44,8 @@ def test_without_cupy_the_error_names_cupy_the_install_command_and_the_simulator
     assert 'pip install "minigrad[gpu]"' in text
     assert "simulator" in text and "NumPy arrays" in text
     assert isinstance(info.value, DeviceError)
+    with pytest.raises(CudaUnavailableError, match="needs CuPy"):
+        mt.ones(2).cuda()
 
 
 def test_cupy_without_a_gpu_says_no_gpu_not_no_cupy(fresh_cuda):
