@@ -238,3 +238,14 @@ def test_fused_adam_matches_the_default_rule(dev_fixture, hyper, request):
     want = _adam_run(mt.cpu, np.float32, **dict(hyper))
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------- a whole recipe on a device
+
+
+def test_train_mnist_runs_on_a_device_end_to_end(strict):
+    from minigrad.training import train_mnist
+
+    model, history = train_mnist("mnist-mlp", epochs=1, subset=True, progress=False, device=strict)
+    assert all(p.device is strict for p in model.parameters())
+    assert history.last.test_accuracy > 0.7  # about 0.83 after one epoch on the subset, as on the CPU
