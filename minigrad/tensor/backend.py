@@ -131,15 +131,18 @@ def unregister_backend(name: str) -> None:
         _default_device = cpu
 
 
-def register_backend_loader(name: str, loader: Callable[[], None]) -> None:
+def register_backend_loader(name: str, loader: Callable[[], None] | None) -> None:
     """Let device type ``name`` be registered on first use: ``loader()`` registers it or raises a DeviceError.
 
     A later stage uses this to register a device whose library is costly to
     import or may be missing (``minigrad.gpu`` and CuPy for ``"cuda"``): the
     import happens when a tensor first asks for the device, and the loader's
-    error says what is missing.
+    error says what is missing. ``None`` removes the loader.
     """
-    _LOADERS[name] = loader
+    if loader is None:
+        _LOADERS.pop(name, None)
+    else:
+        _LOADERS[name] = loader
 
 
 def get_backend(name: str) -> Backend:

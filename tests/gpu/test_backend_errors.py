@@ -97,3 +97,27 @@ def test_cli_train_on_cuda_without_a_gpu_exits_2_with_the_reason(fresh_cuda, cap
 def test_cli_rejects_an_unknown_device_by_name(capsys):
     assert cli.main(["train", "mnist-mlp", "--subset", "--device", "tpu"]) == 2
     assert "unknown device type 'tpu'" in capsys.readouterr().err
+
+
+def test_a_backend_loader_registers_its_device_on_first_use():
+    import numpy as np
+
+    from minigrad.tensor.backend import register_backend_loader
+
+    calls = []
+
+    def load():
+        calls.append(1)
+        mt.register_backend(mt.Backend("lazytwin", np, (), np.array, lambda a, index=None: np.array(a)))
+
+    register_backend_loader("lazytwin", load)
+    try:
+        assert "lazytwin" not in mt.registered_backends()
+        assert mt.ones(2).to("lazytwin").device is mt.device("lazytwin")
+        mt.device("lazytwin")
+        assert calls == [1]  # registered once, then found
+    finally:
+        register_backend_loader("lazytwin", None)
+        mt.unregister_backend("lazytwin")
+    with pytest.raises(DeviceError, match="unknown device type 'lazytwin'"):
+        mt.device("lazytwin")
