@@ -3,15 +3,16 @@
 ``from minigrad.gpu import jit`` gives the kernel-writing names of
 ``cupyx.jit`` (see :mod:`minigrad.gpu.jit`); ``kernel[grid, block](*args)``
 runs a kernel on the GPU when given CuPy arrays and on the simulator when
-given NumPy arrays. Importing this package never needs CuPy; it makes
-``"cuda"`` a device of the tensor core (:mod:`minigrad.gpu.backend`): the first
-``x.to("cuda")`` imports CuPy, registers the backend and the fused kernels
-behind relu, cross-entropy and Adam, or raises a clear error saying whether
-CuPy or a GPU is missing. The simulator
-executes every thread of every block with real barriers and turns GPU bugs -
-out-of-bounds accesses, divergent barriers, shared-memory data races - into
-errors that name the kernel, block, thread and index; it counts each
-launch's memory traffic (``jit.last_launch_stats()``).
+given NumPy arrays. The simulator executes every thread of every block with
+real barriers and turns GPU bugs - out-of-bounds accesses, divergent barriers,
+shared-memory data races - into errors that name the kernel, block, thread
+and index; it counts each launch's memory traffic (``jit.last_launch_stats()``).
+
+Importing this package never needs CuPy; it makes ``"cuda"`` a device of the
+tensor core (:mod:`minigrad.gpu.backend`): the first ``x.to("cuda")`` imports
+CuPy, registers the backend and the fused kernels behind relu, cross-entropy
+and Adam (:mod:`minigrad.gpu.backend_ops`), or raises a clear error saying
+whether CuPy or a GPU is missing.
 
 :mod:`minigrad.gpu.kernels` holds the library's kernels, each with a host
 wrapper that picks grid and block sizes (``fused_bias_relu(x, bias)``,

@@ -243,9 +243,16 @@ def test_fused_adam_matches_the_default_rule(dev_fixture, hyper, request):
 # ---------------------------------------------------------------------- a whole recipe on a device
 
 
-def test_train_mnist_runs_on_a_device_end_to_end(strict):
+def test_train_mnist_runs_on_a_device_end_to_end_and_saves_from_it(strict, tmp_path):
+    import minigrad
     from minigrad.training import train_mnist
 
-    model, history = train_mnist("mnist-mlp", epochs=1, subset=True, progress=False, device=strict)
+    path = tmp_path / "mlp.npz"
+    model, history = train_mnist("mnist-mlp", epochs=1, subset=True, progress=False, device=strict, save_path=path)
     assert all(p.device is strict for p in model.parameters())
     assert history.last.test_accuracy > 0.7  # about 0.83 after one epoch on the subset, as on the CPU
+    saved = minigrad.load(path)
+    weight = saved["model"]["1.weight"]
+    assert weight.device is mt.cpu
+    np.testing.assert_array_equal(weight.numpy(), model[1].weight.cpu().detach().numpy())
+    assert saved["optimizer"]["state"][0]["exp_avg"].device is mt.cpu
