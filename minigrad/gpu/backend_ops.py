@@ -1,16 +1,22 @@
 """The fused kernels behind the core's ops on a device: where fusion saves memory traffic.
 
 Registered through the core's extension points, never by patching the ops:
-:func:`~minigrad.tensor.dispatch.register_op_impl` for ``relu`` and
-``cross_entropy``, :func:`~minigrad.optim.register_update_kernel` for Adam.
+:func:`~minigrad.tensor.dispatch.register_op_impl` for ``relu``, ``linear``
+and ``cross_entropy``, :func:`~minigrad.optim.register_update_kernel` for Adam.
 Matmul needs nothing here: on CuPy arrays the core's ``@`` is ``cupy.matmul``,
 i.e. cuBLAS.
 
-- ``relu`` backward: one pass reads ``grad`` and ``out`` and writes the
-  gradient (``bias_relu_backward``), instead of a boolean mask written and
-  read back. Its bias-gradient output is unused here (the layer's bias
-  gradient is the linear node's), and the forward stays ``maximum``: alone,
-  a ReLU has nothing to fuse with.
+- ``relu`` backward + the bias gradient of the ``linear`` node before it:
+  one pass (``bias_relu_backward``) reads ``grad`` and ``out``, writes the
+  ReLU's input gradient and sums its columns, which is exactly the bias
+  gradient of a linear layer whose output the ReLU took. The ReLU node hands
+  that sum to its linear node, whose backward then skips its own pass over
+  the gradient - only if the gradient it receives is the very array the
+  ReLU returned (the ReLU was its only consumer; a sum of several consumers'
+  gradients is a new array). Without a linear node before it, the ReLU still
+  saves the boolean mask the default path writes and reads back. The
+  forward stays ``maximum`` (fusing bias + ReLU forward needs one node for
+  both, which nn does not build).
 - ``cross_entropy`` (mean over rows, no ``ignore_index``, no label
   smoothing): the loss and each row's logsumexp in one kernel, the gradient
   in another; the ``(rows, classes)`` log-probabilities of the default path
@@ -34,10 +40,12 @@ from typing import Callable
 import numpy as np
 
 from minigrad.gpu import kernels
+from minigrad.nn.functional.linear import LinearFunction
 from minigrad.nn.functional.loss import CrossEntropyFunction
 from minigrad.optim import functional as optim_functional
 from minigrad.optim import register_update_kernel
 from minigrad.tensor.dispatch import register_op_impl, unregister_op_impl
+from minigrad.tensor.fast_float16 import product
 from minigrad.tensor.ops_elementwise import Relu
 
 __all__ = ["FusedKernels", "CUDA_KERNELS", "register_fused_ops", "unregister_fused_ops"]
@@ -73,10 +81,27 @@ def _relu_impl(k: FusedKernels):
         if out.ndim == 0 or out.size == 0 or out.dtype not in k.dtypes or grad.dtype != out.dtype:
             return Relu.backward(ctx, grad)
         cols = out.shape[-1]
-        grad_x, _ = k.bias_relu_backward(grad.reshape(-1, cols), out.reshape(-1, cols))
-        return grad_x.reshape(out.shape)
+        grad_x, grad_bias = k.bias_relu_backward(grad.reshape(-1, cols), out.reshape(-1, cols))
+        grad_x = grad_x.reshape(out.shape)
+        producer = ctx._parents[0]
+        if type(producer) is LinearFunction:  # the ReLU's input is that node's output, of the same shape
+            producer.bias_grad_from_relu = (grad_x, grad_bias)
+        return grad_x
 
     return Relu.forward, backward
+
+
+def _linear_backward(ctx, grad):
+    handed = getattr(ctx, "bias_grad_from_relu", None)
+    if handed is not None:
+        ctx.bias_grad_from_relu = None
+    need_x, need_w, need_b = ctx.needs_input_grad
+    if handed is None or handed[0] is not grad or not need_b:
+        return LinearFunction.backward(ctx, grad)
+    x, weight = ctx.saved_tensors
+    dx = product(grad, weight) if need_x else None
+    dw = product(grad.reshape(-1, grad.shape[-1]).T, x.reshape(-1, x.shape[-1])) if need_w else None
+    return dx, dw, handed[1]
 
 
 def _cross_entropy_impl(k: FusedKernels):
@@ -118,8 +143,9 @@ def _adam_impl(k: FusedKernels):
 
 
 def register_fused_ops(device_type: str, fused: FusedKernels) -> None:
-    """Run relu's backward, cross-entropy and Adam on ``device_type`` with ``fused``'s kernels."""
+    """Run relu's backward (with the bias gradient of linear), cross-entropy and Adam with ``fused``'s kernels."""
     register_op_impl(Relu, device_type, *_relu_impl(fused))
+    register_op_impl(LinearFunction, device_type, LinearFunction.forward, _linear_backward)
     register_op_impl(CrossEntropyFunction, device_type, *_cross_entropy_impl(fused))
     register_update_kernel("adam", device_type, _adam_impl(fused))
 
@@ -127,5 +153,6 @@ def register_fused_ops(device_type: str, fused: FusedKernels) -> None:
 def unregister_fused_ops(device_type: str) -> None:
     """Give ``device_type`` the ops' default code back."""
     unregister_op_impl(Relu, device_type)
+    unregister_op_impl(LinearFunction, device_type)
     unregister_op_impl(CrossEntropyFunction, device_type)
     register_update_kernel("adam", device_type, None)

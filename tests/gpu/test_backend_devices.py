@@ -18,7 +18,7 @@ from minigrad.data import DataLoader, TensorDataset
 from minigrad.gpu import backend_ops
 from minigrad.gpu.backend_reference import REFERENCE_KERNELS
 from minigrad.nn import functional as F
-from minigrad.nn.functional.loss import CrossEntropyFunction
+from minigrad.nn.functional.linear import LinearFunction
 from minigrad.tensor import strict_backend
 from minigrad.tensor.strict_backend import StrictArray
 from minigrad.tensor.ops_elementwise import Relu
@@ -216,6 +216,39 @@ def test_relu_backward_through_the_fused_kernel_matches(dev_fixture, request):
         t.relu().backward(mt.tensor(upstream).to(d))
         grads.append(t.grad.cpu().numpy())
     np.testing.assert_array_equal(grads[0], grads[1])
+
+
+def _linear_relu_grads(dev, dtype, second_consumer=False):
+    rng = np.random.default_rng(5)
+    mt.manual_seed(0)
+    layer = nn.Linear(4, 6).to(dev)
+    layer.to(mt.float64 if dtype == np.float64 else mt.float32)
+    x = mt.tensor(rng.standard_normal((2, 3, 4)).astype(dtype)).to(dev).requires_grad_()
+    h = layer(x)
+    out = h.relu() * mt.tensor(rng.standard_normal((2, 3, 6)).astype(dtype)).to(dev)
+    loss = out.sum() + (h * h).sum() if second_consumer else out.sum()
+    loss.backward()
+    return [t.grad.cpu().numpy() for t in (x, layer.weight, layer.bias)]
+
+
+@pytest.mark.parametrize("second_consumer", [False, True])
+@pytest.mark.parametrize("dev_fixture", ["strict", "simcuda"])
+def test_relu_hands_the_bias_gradient_to_its_linear_node_only_when_it_is_the_whole_gradient(
+        dev_fixture, second_consumer, request, monkeypatch):
+    dev = request.getfixturevalue(dev_fixture)
+    default_backward = LinearFunction.backward
+    calls = []
+    monkeypatch.setattr(LinearFunction, "backward", lambda ctx, g: calls.append(1) or default_backward(ctx, g))
+    got = _linear_relu_grads(dev, np.float32, second_consumer)
+    assert calls == ([1] if second_consumer else [])  # the default (own bias pass) only when h has two consumers
+    for a, b in zip(got, _linear_relu_grads(mt.cpu, np.float32, second_consumer)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_linear_relu_with_the_handed_bias_gradient_passes_gradcheck(strict):
+    layer = nn.Linear(3, 4).to(strict).double()
+    x = mt.randn(5, 3, dtype=mt.float64, device=strict).requires_grad_()
+    assert mt.gradcheck(lambda x, w, b: F.linear(x, w, b).relu(), (x, layer.weight, layer.bias))
 
 
 def _adam_run(dev, dtype, steps=3, **hyper):
