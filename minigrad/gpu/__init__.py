@@ -58,8 +58,9 @@ Extensions (not on the reading path)
   NVRTC, without a GPU (the ``gpu-check`` extra).
 - ``backend.py`` (114 lines): the ``"cuda"`` device - CuPy arrays, registered on
   first use; the error when CuPy or a GPU is missing.
-- ``backend_ops.py`` (131 lines): the fused kernels behind the core's ops
-  (relu backward, cross-entropy, Adam) through the per-device dispatch.
+- ``backend_ops.py`` (158 lines): the fused kernels behind the core's ops
+  (relu backward with the bias gradient of linear, cross-entropy, Adam)
+  through the per-device dispatch.
 - ``backend_reference.py`` (68 lines): the fused kernels' arithmetic as array
   operations, the stand-ins the test suites register for the strict device.
 - ``kernels/__init__.py`` (27 lines): the kernels' host wrappers, imported in one place.
