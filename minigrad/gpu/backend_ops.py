@@ -17,10 +17,11 @@ i.e. cuBLAS.
   saves the boolean mask the default path writes and reads back. The
   forward stays ``maximum`` (fusing bias + ReLU forward needs one node for
   both, which nn does not build).
-- ``cross_entropy`` (mean over rows, no ``ignore_index``, no label
-  smoothing): the loss and each row's logsumexp in one kernel, the gradient
-  in another; the ``(rows, classes)`` log-probabilities of the default path
-  are never stored.
+- ``cross_entropy`` (:class:`CrossEntropyFunction`, the node without
+  ``ignore_index`` or label smoothing; mean over the rows): the loss and each
+  row's logsumexp in one kernel, the gradient in another; the
+  ``(rows, classes)`` log-probabilities of the default path are never stored.
+  The options' node keeps its own code.
 - Adam / AdamW (no ``amsgrad``, no ``maximize``): one pass over param, grad,
   m and v instead of about a dozen.
 
@@ -105,12 +106,11 @@ def _linear_backward(ctx, grad):
 
 
 def _cross_entropy_impl(k: FusedKernels):
-    def forward(ctx, logits, target, ignore_index, label_smoothing, reduction):
-        fused = (ignore_index is None and not label_smoothing and reduction == "mean" and logits.shape[0] > 0
-                 and logits.dtype in k.dtypes)
+    def forward(ctx, logits, target, reduction):
+        fused = reduction == "mean" and logits.shape[0] > 0 and logits.dtype in k.dtypes
         ctx.fused = fused
         if not fused:
-            return CrossEntropyFunction.forward(ctx, logits, target, ignore_index, label_smoothing, reduction)
+            return CrossEntropyFunction.forward(ctx, logits, target, reduction)
         loss, logsumexp = k.softmax_cross_entropy(logits, target)
         ctx.save_for_backward(logits, target, logsumexp)
         return loss.reshape(())
@@ -119,7 +119,7 @@ def _cross_entropy_impl(k: FusedKernels):
         if not getattr(ctx, "fused", False):
             return CrossEntropyFunction.backward(ctx, grad)
         logits, target, logsumexp = ctx.saved_tensors
-        return k.softmax_cross_entropy_grad(logits, target, logsumexp, grad), None, None, None, None
+        return k.softmax_cross_entropy_grad(logits, target, logsumexp, grad), None, None
 
     return forward, backward
 
