@@ -3,11 +3,16 @@
 ``from minigrad.gpu import jit`` gives the kernel-writing names of
 ``cupyx.jit`` (see :mod:`minigrad.gpu.jit`); ``kernel[grid, block](*args)``
 runs a kernel on the GPU when given CuPy arrays and on the simulator when
-given NumPy arrays. Importing this package never needs CuPy. The simulator
-executes every thread of every block with real barriers and turns GPU bugs -
-out-of-bounds accesses, divergent barriers, shared-memory data races - into
-errors that name the kernel, block, thread and index; it counts each
-launch's memory traffic (``jit.last_launch_stats()``).
+given NumPy arrays. The simulator executes every thread of every block with
+real barriers and turns GPU bugs - out-of-bounds accesses, divergent barriers,
+shared-memory data races - into errors that name the kernel, block, thread
+and index; it counts each launch's memory traffic (``jit.last_launch_stats()``).
+
+Importing this package never needs CuPy; it makes ``"cuda"`` a device of the
+tensor core (:mod:`minigrad.gpu.backend`): the first ``x.to("cuda")`` imports
+CuPy, registers the backend and the fused kernels behind relu, cross-entropy
+and Adam (:mod:`minigrad.gpu.backend_ops`), or raises a clear error saying
+whether CuPy or a GPU is missing.
 
 :mod:`minigrad.gpu.kernels` holds the library's kernels, each with a host
 wrapper that picks grid and block sizes (``fused_bias_relu(x, bias)``,
@@ -53,12 +58,20 @@ Extensions (not on the reading path)
 - ``cupy_kernel.py`` (111 lines): the same kernel handed to ``cupyx.jit`` for a real GPU.
 - ``compile_check.py`` (132 lines): transpile with ``cupyx.jit`` and compile with
   NVRTC, without a GPU (the ``gpu-check`` extra).
+- ``backend.py`` (114 lines): the ``"cuda"`` device - CuPy arrays, registered on
+  first use; the error when CuPy or a GPU is missing.
+- ``backend_ops.py`` (158 lines): the fused kernels behind the core's ops
+  (relu backward with the bias gradient of linear, cross-entropy, Adam)
+  through the per-device dispatch.
+- ``backend_reference.py`` (68 lines): the fused kernels' arithmetic as array
+  operations, the stand-ins the test suites register for the strict device.
 - ``kernels/__init__.py`` (29 lines): the kernels' host wrappers, imported in one place.
 - ``kernels/host.py`` (56 lines): what every wrapper needs - the arrays' module
   (NumPy or CuPy), grid sizes, dtype and shape checks.
 """
 
 from minigrad.gpu import jit
+from minigrad.gpu.backend import CudaUnavailableError, cuda_available
 from minigrad.gpu.counters import LaunchStats
 from minigrad.gpu.errors import (
     DivergentBarrierError,
@@ -71,6 +84,8 @@ from minigrad.gpu.errors import (
 
 __all__ = [
     "jit",
+    "cuda_available",
+    "CudaUnavailableError",
     "LaunchStats",
     "KernelError",
     "KernelLaunchError",
