@@ -148,9 +148,12 @@ def track(array, tag: str, device) -> None:
     key = id(root)
     if key in _live:
         return
+    try:
+        weakref.finalize(root, _freed, key)
+    except TypeError:  # a NumPy scalar (what arithmetic on 0-d arrays returns) holds its value inline: no buffer
+        return
     record = [next(_ids), int(root.nbytes), tag_override[-1] if tag_override else tag, str(device)]
     _live[key] = record
-    weakref.finalize(root, _freed, key)
     _emit("alloc", record)
 
 

@@ -1,0 +1,127 @@
+"""Profiles of consumer GPUs: the budgets ``minigrad.memory`` simulates on the CPU.
+
+A profile holds what decides whether a training step fits and how fast it can
+go: memory, memory bandwidth, FP32 and FP16 arithmetic throughput, tensor
+cores, compute capability, and the memory the CUDA context itself takes
+before the first tensor is allocated.
+
+Sources (figures as published by NVIDIA for the reference boards; partner
+cards may clock differently):
+
+- memory size and bus, bandwidth, CUDA cores and boost clock: the
+  "specifications" pages of each product, e.g. "NVIDIA GeForce GTX 1050
+  specifications", "NVIDIA GeForce MX150 specifications", "NVIDIA GeForce
+  GTX 1650 specifications", "NVIDIA GeForce RTX 3060 family specifications",
+  "NVIDIA GeForce RTX 4060 family specifications", and the "NVIDIA T4 Tensor
+  Core GPU datasheet";
+- FP32 TFLOPS = CUDA cores x 2 (a fused multiply-add) x boost clock;
+- FP16 TFLOPS is plain half-precision arithmetic on the CUDA cores: 1/64 of
+  FP32 on consumer Pascal (compute capability 6.1: 2 against 128 results per
+  clock per multiprocessor in the CUDA C++ Programming Guide's "throughput of
+  native arithmetic instructions" table), 2x FP32 on Turing and 1x on Ampere
+  GA10x and Ada ("peak FP16 TFLOPS (non-Tensor)" in the "NVIDIA Turing GPU
+  architecture", "NVIDIA Ampere GA102 GPU architecture" and "NVIDIA Ada GPU
+  architecture" whitepapers). Tensor cores, where a card has them, multiply
+  FP16 matrices several times faster than that;
+- tensor cores: 4 per multiprocessor from Turing on (same whitepapers; Pascal
+  and the TU117 of the GTX 1650 have none), compute capability: NVIDIA's "CUDA GPUs - compute capability"
+  table;
+- CUDA context: 287,047,680 bytes (about 274 MiB), the figure measured for a
+  process's CUDA context with lazy module loading in PyTorch pull request
+  #86509 ("Sets CUDA_MODULE_LOADING to LAZY when not set by the user"; the
+  same process took 666,632,192 bytes with eager loading). It depends on the
+  driver, the CUDA version and the libraries loaded, so treat it as the
+  order of magnitude a learner loses before allocating anything.
+
+Memory sizes are the marketed GB read as GiB (2 GB = 2 x 1024**3 bytes), the
+size of the memory chips; ``nvidia-smi`` shows a little less on some boards
+(a T4 with ECC enabled, for one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["GPUProfile", "PROFILES", "get_profile", "profiles_table", "CUDA_CONTEXT_BYTES"]
+
+GiB = 1024**3
+CUDA_CONTEXT_BYTES = 287_047_680  # PyTorch pull request #86509, lazy module loading
+
+
+@dataclass(frozen=True)
+class GPUProfile:
+    """One card. ``usable_bytes`` = memory left for tensors once the CUDA context is created."""
+
+    name: str
+    short_name: str
+    memory_bytes: int
+    bandwidth_gb_s: float
+    fp32_tflops: float
+    fp16_tflops: float
+    tensor_cores: int
+    compute_capability: tuple[int, int]
+    context_bytes: int = CUDA_CONTEXT_BYTES
+
+    @property
+    def usable_bytes(self) -> int:
+        return self.memory_bytes - self.context_bytes
+
+    def __str__(self) -> str:
+        major, minor = self.compute_capability
+        return (f"{self.name} ({self.short_name}): {self.memory_bytes / GiB:g} GiB, {self.bandwidth_gb_s:g} GB/s, "
+                f"FP32 {self.fp32_tflops:g} TFLOPS, FP16 {self.fp16_tflops:g} TFLOPS, "
+                f"{self.tensor_cores} tensor cores, compute capability {major}.{minor}")
+
+
+def _profile(name, short, gib, bandwidth, cores, boost_mhz, fp16_ratio, tensor_cores, cc):
+    fp32 = cores * 2 * boost_mhz * 1e6 / 1e12  # one fused multiply-add per core per clock
+    return GPUProfile(name, short, gib * GiB, bandwidth, round(fp32, 3), round(fp32 * fp16_ratio, 4), tensor_cores, cc)
+
+
+PROFILES: dict[str, GPUProfile] = {p.short_name: p for p in [
+    # name, short name, GiB, GB/s, CUDA cores, boost MHz, FP16:FP32, tensor cores, compute capability
+    _profile("NVIDIA GeForce MX150", "mx150", 2, 48.0, 384, 1532, 1 / 64, 0, (6, 1)),       # 64-bit GDDR5, 6 Gbps
+    _profile("NVIDIA GeForce GTX 1050", "gtx1050", 2, 112.0, 640, 1455, 1 / 64, 0, (6, 1)),  # 128-bit GDDR5, 7 Gbps
+    _profile("NVIDIA GeForce GTX 1050 Ti", "gtx1050ti", 4, 112.0, 768, 1392, 1 / 64, 0, (6, 1)),
+    _profile("NVIDIA GeForce GTX 1650", "gtx1650", 4, 128.0, 896, 1665, 2, 0, (7, 5)),      # 128-bit GDDR5, 8 Gbps
+    _profile("NVIDIA GeForce RTX 3050", "rtx3050", 8, 224.0, 2560, 1777, 1, 80, (8, 6)),    # 128-bit GDDR6, 14 Gbps
+    _profile("NVIDIA GeForce RTX 3060", "rtx3060", 12, 360.0, 3584, 1777, 1, 112, (8, 6)),  # 192-bit GDDR6, 15 Gbps
+    _profile("NVIDIA GeForce RTX 4060", "rtx4060", 8, 272.0, 3072, 2460, 1, 96, (8, 9)),    # 128-bit GDDR6, 17 Gbps
+    _profile("NVIDIA T4", "t4", 16, 320.0, 2560, 1590, 2, 320, (7, 5)),                    # 256-bit GDDR6
+]}
+
+
+def _normalise(name: str) -> str:
+    text = name.lower()
+    for prefix in ("nvidia", "geforce", "tesla"):
+        text = text.replace(prefix, "")
+    return "".join(ch for ch in text if ch.isalnum())
+
+
+def get_profile(name) -> GPUProfile:
+    """The profile called ``name``: a short name ("gtx1050"), a full name ("GeForce GTX 1050") or a profile."""
+    if isinstance(name, GPUProfile):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"get_profile: expected a GPU name such as 'gtx1050', got {type(name).__name__} {name!r}")
+    key = _normalise(name)
+    for profile in PROFILES.values():
+        if key in (profile.short_name, _normalise(profile.name)):
+            return profile
+    raise ValueError(f"get_profile: unknown GPU {name!r}; known profiles: {', '.join(PROFILES)} "
+                     f"(or build your own GPUProfile(...) and pass it)")
+
+
+def profiles_table(profiles=None) -> str:
+    """The profiles as a text table, one card per row (``minigrad memory devices`` prints it)."""
+    profiles = list(PROFILES.values()) if profiles is None else [get_profile(p) for p in profiles]
+    header = ("name", "GPU", "memory", "usable", "GB/s", "FP32 TFLOPS", "FP16 TFLOPS", "tensor cores", "CC")
+    rows = [(p.short_name, p.name.replace("NVIDIA ", ""), f"{p.memory_bytes / GiB:g} GiB",
+             f"{p.usable_bytes / GiB:.2f} GiB", f"{p.bandwidth_gb_s:g}", f"{p.fp32_tflops:.2f}",
+             f"{p.fp16_tflops:.2f}" if p.fp16_tflops >= 1 else f"{p.fp16_tflops:.4f}", str(p.tensor_cores), "%d.%d" % p.compute_capability) for p in profiles]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) if i < 2 else cell.rjust(width) for i, (cell, width) in
+                       enumerate(zip(row, widths))).rstrip() for row in [header, *rows]]
+    lines.insert(1, "-" * len(lines[0]))
+    lines.append(f"usable = memory - the CUDA context ({CUDA_CONTEXT_BYTES / 2**20:.0f} MiB, see minigrad.memory.profiles)")
+    return "\n".join(lines)
