@@ -1,5 +1,11 @@
 """Stage 5 (chapter 08): where memory goes - and a caching allocator, built the way production ones are.
 
+``estimate(model, input_shape, batch_size, optimizer=...)`` gives a training
+step's memory by category and its peak, for any batch size, from three small
+measured batches extrapolated exactly; ``get_profile("gtx1050")`` and
+``profiles_table()`` describe consumer GPUs, so ``Estimate.fits(profile)``
+says whether a configuration fits a card.
+
 ``CachingAllocator`` hands out blocks carved from cached segments, with
 PyTorch's size rules (512-byte rounding, a small pool of 2 MiB segments and
 a large pool), best-fit or first-fit, splitting and coalescing,
@@ -23,6 +29,14 @@ The allocator from the rules up (547 lines in all):
 
 Extensions (not on the reading path)
 ------------------------------------
+Estimating a step's memory, and the cards it must fit:
+
+- ``estimate.py`` (356 lines): ``estimate()`` and the ``Estimate`` it returns; why measuring three batches is exact.
+- ``estimate_recording.py`` (214 lines): recording a training step's memory events at a small batch size.
+- ``profiles.py`` (127 lines): eight consumer GPUs (memory, bandwidth, throughput, CUDA context), with sources.
+
+The allocator's support:
+
 - ``device.py`` (50 lines): the device's ``malloc``/``free`` the allocator reserves segments from.
 - ``stats.py`` (88 lines): the statistics, in ``torch.cuda.memory_stats()``'s shape.
 - ``trace_recording.py`` (105 lines): a trace recorded from real training steps (MNIST MLP, CNN).
@@ -31,10 +45,13 @@ Extensions (not on the reading path)
 
 from minigrad.memory.allocator import AllocatorOutOfMemoryError, CachingAllocator
 from minigrad.memory.cupy_allocator import CupyCachingAllocator
+from minigrad.memory.estimate import OPTIMIZERS, Estimate, EstimateError, estimate, format_bytes
+from minigrad.memory.profiles import PROFILES, GPUProfile, get_profile, profiles_table
 from minigrad.memory.trace_recording import compare_policies_on_training_step, record_trace, record_training_step
 from minigrad.memory.trace_replay import ReplayResult, compare_policies, replay
 
 __all__ = [
-    "AllocatorOutOfMemoryError", "CachingAllocator", "CupyCachingAllocator", "ReplayResult",
-    "compare_policies", "compare_policies_on_training_step", "record_trace", "record_training_step", "replay",
+    "AllocatorOutOfMemoryError", "CachingAllocator", "CupyCachingAllocator", "Estimate", "EstimateError",
+    "GPUProfile", "OPTIMIZERS", "PROFILES", "ReplayResult", "compare_policies", "compare_policies_on_training_step",
+    "estimate", "format_bytes", "get_profile", "profiles_table", "record_trace", "record_training_step", "replay",
 ]
