@@ -106,8 +106,9 @@ def _ce_inputs(xp, rng, size):
 
 def _ce_reference(xp, logits, targets):
     biggest = logits.max(1, keepdims=True)
-    logsumexp = (biggest + xp.log(xp.exp(logits - biggest).sum(1, keepdims=True)))[:, 0]
-    return (logsumexp - logits[xp.arange(len(targets)), targets]).mean(keepdims=True), logsumexp
+    log_sum = xp.log(xp.exp(logits - biggest).sum(1, keepdims=True))
+    loss = log_sum[:, 0] + (biggest[:, 0] - logits[xp.arange(len(targets)), targets])
+    return loss.mean(keepdims=True), (biggest.astype(np.float64) + log_sum.astype(np.float64))[:, 0]
 
 
 def _ce_grad_inputs(xp, rng, size):
@@ -116,7 +117,7 @@ def _ce_grad_inputs(xp, rng, size):
 
 
 def _ce_grad_reference(xp, logits, targets, logsumexp):
-    probabilities = xp.exp(logits - logsumexp[:, None])
+    probabilities = xp.exp((logits.astype(np.float64) - logsumexp[:, None]).astype(np.float32))
     probabilities[xp.arange(len(targets)), targets] -= 1
     return probabilities / len(targets)
 
@@ -172,9 +173,9 @@ CASES = [
          lambda s: 2 * _prod(s), rtol=1e-3, atol=1e-3),
     Case("softmax + CE forward", lambda gpu: (65536, 10) if gpu else (64, 10), _ce_inputs,
          kernels.softmax_cross_entropy, _ce_reference,
-         lambda s: 4 * _prod(s) + 8 * s[0] + 4 * s[0], lambda s: 4 * _prod(s), rtol=1e-4, atol=1e-5),
+         lambda s: 4 * _prod(s) + 8 * s[0] + 8 * s[0], lambda s: 4 * _prod(s), rtol=1e-4, atol=1e-5),
     Case("softmax + CE backward", lambda gpu: (65536, 10) if gpu else (64, 10), _ce_grad_inputs,
-         kernels.softmax_cross_entropy_grad, _ce_grad_reference, lambda s: 8 * _prod(s) + 8 * s[0] + 4 * s[0],
+         kernels.softmax_cross_entropy_grad, _ce_grad_reference, lambda s: 8 * _prod(s) + 8 * s[0] + 8 * s[0],
          lambda s: 4 * _prod(s), rtol=1e-4, atol=1e-10),  # gradients are ~1/rows: a relative check
     Case("Adam step", lambda gpu: (1 << 24,) if gpu else (4096,),
          lambda xp, rng, s: (_normal(xp, rng, s), _normal(xp, rng, s), _normal(xp, rng, s) * 0.1,

@@ -31,14 +31,15 @@ def bias_relu_backward(grad_out, out):
 def softmax_cross_entropy(logits, targets):
     xp = array_module(logits)
     row_max = logits.max(axis=1, keepdims=True)
-    logsumexp = (row_max + xp.log(xp.exp(logits - row_max).sum(axis=1, keepdims=True)))[:, 0]
+    log_sum = xp.log(xp.exp(logits - row_max).sum(axis=1, keepdims=True))[:, 0]
     picked = logits[xp.arange(logits.shape[0]), targets]
-    return (logsumexp - picked).mean().reshape(1), logsumexp
+    loss = log_sum + (row_max[:, 0] - picked)  # never logsumexp - picked: huge logits would cancel in float32
+    return loss.mean().reshape(1), row_max[:, 0].astype(np.float64) + log_sum.astype(np.float64)
 
 
 def softmax_cross_entropy_grad(logits, targets, logsumexp, grad_loss=1.0):
     xp = array_module(logits)
-    grad = xp.exp(logits - logsumexp[:, None])
+    grad = xp.exp((logits.astype(np.float64) - logsumexp[:, None]).astype(logits.dtype))
     grad[xp.arange(logits.shape[0]), targets] -= 1
     return grad * (grad_loss / logits.shape[0])
 

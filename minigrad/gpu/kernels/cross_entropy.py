@@ -73,9 +73,10 @@ def softmax_cross_entropy_forward(logits, targets, loss, logsumexp, rows, classe
         step = step // 2
     # 3. the row's loss
     if tid == 0:
-        row_logsumexp = row_max + jit.log(scratch[0])
-        logsumexp[row] = row_logsumexp
-        jit.atomic_add(loss, 0, (row_logsumexp - logits[row, targets[row]]) / np.float32(rows))
+        # kept in float64: max + log(sum) rounded to float32 would lose the small part next to a huge max
+        logsumexp[row] = np.float64(row_max) + np.float64(jit.log(scratch[0]))
+        # log(sum) + (max - z_t), not logsumexp - z_t: two huge numbers never cancel in float32
+        jit.atomic_add(loss, 0, (jit.log(scratch[0]) + (row_max - logits[row, targets[row]])) / np.float32(rows))
 
 
 @jit.rawkernel()
@@ -83,7 +84,7 @@ def softmax_cross_entropy_backward(logits, targets, logsumexp, grad_scale, grad_
     """grad_logits = (softmax(logits) - one_hot(targets)) * grad_scale[0], one thread per element."""
     col, row = jit.grid(2)
     if row < rows and col < classes:
-        grad = jit.exp(logits[row, col] - logsumexp[row])
+        grad = jit.exp(np.float32(np.float64(logits[row, col]) - logsumexp[row]))
         if col == targets[row]:
             grad -= np.float32(1)
         grad_logits[row, col] = grad * grad_scale[0]
@@ -105,12 +106,12 @@ def _check(op: str, logits, targets):
 
 
 def softmax_cross_entropy(logits, targets):
-    """``(loss, logsumexp)``: the mean cross-entropy (a 1-element float32 array) and each row's logsumexp."""
+    """``(loss, logsumexp)``: the mean cross-entropy (a 1-element float32 array) and each row's logsumexp (float64)."""
     _check("softmax_cross_entropy", logits, targets)
     rows, classes = logits.shape
     xp = array_module(logits, targets)
     loss = xp.zeros(1, dtype=np.float32)
-    logsumexp = xp.empty(rows, dtype=np.float32)
+    logsumexp = xp.empty(rows, dtype=np.float64)
     threads = min(BLOCK, max(32, 1 << (classes - 1).bit_length()))  # the power of two >= classes, 32 to BLOCK
     softmax_cross_entropy_forward[rows, threads](logits, targets, loss, logsumexp, rows, classes)
     return loss, logsumexp
@@ -126,7 +127,11 @@ def softmax_cross_entropy_grad(logits, targets, logsumexp, grad_loss=1.0):
     """The gradient of ``grad_loss * softmax_cross_entropy(logits, targets)[0]`` with respect to the logits."""
     _check("softmax_cross_entropy_grad", logits, targets)
     rows, classes = logits.shape
-    check_float32("softmax_cross_entropy_grad", logsumexp=logsumexp)
+    if getattr(logsumexp, "dtype", None) != np.float64:
+        raise TypeError(
+            f"softmax_cross_entropy_grad: 'logsumexp' must be the float64 array the forward returned, "
+            f"got {getattr(logsumexp, 'dtype', type(logsumexp).__name__)}"
+        )
     check_shape("softmax_cross_entropy_grad", "logsumexp", logsumexp, (rows,), "what the forward returned")
     xp = array_module(logits, targets, logsumexp)
     grad_scale = _grad_scale(logits, grad_loss)
