@@ -128,6 +128,7 @@ class Conv2dFunction(Function):
         return array_module(x).ascontiguousarray(out.reshape(N, Ho, Wo, O).transpose(0, 3, 1, 2))
 
     def backward(ctx, grad):
+        """From ``grad`` (N, O, Ho, Wo): ``dx`` like the unpadded input, ``dw`` (O, C, kh, kw) and ``db`` (O,)."""
         cols, weight = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
         x_shape, padded_shape, kernel, stride, (ph, pw), dilation = ctx.geometry

@@ -61,6 +61,7 @@ class MaxPool2dFunction(Function):
         return out
 
     def backward(ctx, grad):
+        """``dx`` (N, C, H, W): each output's gradient at the element that won its window, added up over windows."""
         (argmax,) = ctx.saved_tensors
         x_shape, padded_shape, (kh, kw), stride, (ph, pw), out_size = ctx.geometry
         dx = array_module(grad).zeros(padded_shape, dtype=grad.dtype)

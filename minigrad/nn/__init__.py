@@ -2,7 +2,7 @@
 
 Reading order
 -------------
-The files that carry the chapters' ideas, in the order to read them (2,201 lines in all):
+The files that carry the chapters' ideas, in the order to read them (2,203 lines in all):
 
 Chapter 05 (training on MNIST):
 
@@ -21,10 +21,10 @@ Chapter 05 (training on MNIST):
 
 Chapter 06 (convolutions):
 
-8. ``functional/conv.py`` (237 lines): convolution as one matrix product —
+8. ``functional/conv.py`` (238 lines): convolution as one matrix product —
    im2col forward, col2im backward, in the clear version the exercises use.
 9. ``conv.py`` (146 lines): the :class:`Conv2d`, :class:`MaxPool2d` and :class:`AvgPool2d` layers.
-10. ``functional/pooling.py`` (165 lines): max and average pooling over strided windows.
+10. ``functional/pooling.py`` (166 lines): max and average pooling over strided windows.
 11. ``functional/normalization.py`` (130 lines): batch normalisation and its fused backward.
 12. ``normalization.py`` (103 lines): :class:`BatchNorm2d`, running statistics, train vs eval.
 13. ``functional/dropout.py`` (53 lines): dropout and its scale ``1 / (1 - p)``.
