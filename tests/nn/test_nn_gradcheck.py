@@ -65,7 +65,7 @@ def conv_path(request, monkeypatch):
 
 
 @pytest.mark.parametrize("xs, ws, stride, padding, dilation, bias", CONV_CASES)
-def test_conv2d_clear_version(rng, conv_path, xs, ws, stride, padding, dilation, bias):
+def test_conv2d_on_both_paths(rng, conv_path, xs, ws, stride, padding, dilation, bias):
     x, w, b = t64(rng, *xs), t64(rng, *ws), t64(rng, ws[0])
     args = [x, w, b] if bias else [x, w]
     fn = lambda x, w, b=None: F.conv2d(x, w, b, stride, padding, dilation)  # noqa: E731
