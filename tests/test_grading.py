@@ -67,12 +67,12 @@ def _hostile_chapter_01(tmp_path) -> Path:
 
     inject("        other = _as_value(other, \"*\", self)\n        return", "bytearray(10 * 2**30)  # 10 GB")
     inject("            out = a**b\n", "import sys; sys.exit(3)")
-    inject("        t = math.tanh(self.data)\n", "while True: pass")
-    inject("    order: list[Value] = []\n", "import os; os._exit(1)")
+    inject("        t = math.tanh(self.data)\n", "import os; os._exit(1)")
     inject(
-        "        order = topological_order(self)\n",
+        "    order: list[Value] = []\n",
         f"import subprocess; subprocess.Popen(['sleep', '{SLEEPER}']); subprocess.Popen(['sleep', '{SLEEPER}'], start_new_session=True)",
     )
+    inject("        order = topological_order(self)\n", "while True: pass")
     path = tmp_path / "01_hostile.py"
     path.write_text(text)
     return path
@@ -98,12 +98,11 @@ def test_hostile_submission_costs_only_its_points(tmp_path):
     [result] = grade("01", path, timeout=timeout, memory_mb=1024, show=False)
     elapsed = time.monotonic() - start
     by_id = {r.exercise.id: r for r in result.exercises}
-    assert by_id["1.1"].score == 0 and "MemoryError" in by_id["1.1"].output
-    assert by_id["1.2"].score < 3 and "SystemExit" in by_id["1.2"].output
+    local = by_id["1.1"].output  # the local derivatives: a memory bomb in *, sys.exit in **, os._exit in tanh
+    assert by_id["1.1"].score == 0 and all(what in local for what in ("MemoryError", "SystemExit", "died")), local
+    assert by_id["1.2"].score == 0 and "PermissionError" in by_id["1.2"].output  # starting processes is refused
     assert by_id["1.3"].score == 0 and by_id["1.3"].status == "timeout"
-    assert by_id["1.4"].score == 0 and "died" in by_id["1.4"].output
-    assert by_id["1.5"].score == 0 and "PermissionError" in by_id["1.5"].output  # starting processes is refused
-    assert result.max_score == 15
+    assert result.max_score == 13
     assert elapsed < 5 * timeout + 20
     assert _sleepers_left() == 0, "the grader must kill everything the submission started"
 
@@ -122,7 +121,7 @@ def test_broken_files_score_zero_with_a_reason(tmp_path, source, expected):
     path = tmp_path / "02_broken.py"
     path.write_text(source)
     [result] = grade("02", path, timeout=20, show=False)
-    assert result.score == 0 and result.max_score == 10
+    assert result.score == 0 and result.max_score == 12
     assert all(expected in r.output for r in result.exercises), [r.output for r in result.exercises]
 
 
@@ -133,10 +132,10 @@ def test_gradescope_json_via_cli(tmp_path):
         capture_output=True, text=True, timeout=120,
     )
     assert run.returncode == 0, run.stderr
-    assert "10 / 10" in run.stdout
+    assert "12 / 12" in run.stdout
     data = json.loads(out.read_text())
-    assert data["score"] == 10
-    assert {t["name"].split(":")[0] for t in data["tests"]} == {"Exercise 2.1", "Exercise 2.2", "Exercise 2.3", "Exercise 2.4"}
+    assert data["score"] == 12
+    assert {t["name"].split(":")[0] for t in data["tests"]} == {"Exercise 2.1", "Exercise 2.2", "Exercise 2.3"}
     for t in data["tests"]:
         assert set(t) == {"name", "score", "max_score", "status", "output"} and t["status"] == "passed"
 
@@ -158,7 +157,7 @@ def test_gradescope_counts_crashes_against_the_full_denominator(tmp_path):
     path = tmp_path / "x.py"
     path.write_text("raise SystemExit(1)\n")
     data = gradescope(grade("01", path, timeout=20, show=False))
-    assert data["score"] == 0 and sum(t["max_score"] for t in data["tests"]) == 15
+    assert data["score"] == 0 and sum(t["max_score"] for t in data["tests"]) == 13
 
 
 def test_selecting_one_file_of_a_chapter_with_several():
@@ -170,7 +169,7 @@ def test_selecting_one_file_of_a_chapter_with_several():
     assert part.file == "06_pooling.py"
     with pytest.raises(ValueError, match="this grades 3 files"):
         resolve_files("06", "mine.py", None, False)
-    assert [p.file for p, _ in resolve_files("05", None, None, True)] == ["05_linear.py", "05_cross_entropy.py", "05_optimizers.py"]
+    assert [p.file for p, _ in resolve_files("05", None, None, True)] == ["05_module.py", "05_cross_entropy.py", "05_optimizers.py", "05_linear.py"]
 
 
 def _cli(*args, cwd=None, timeout=300):
@@ -181,7 +180,7 @@ def _cli(*args, cwd=None, timeout=300):
 def test_cli_exit_status_is_1_when_a_check_fails_unless_exit_zero():
     stub = ROOT / "exercises" / "02_neural_nets_from_scalars.py"
     failing = _cli("02", "--file", stub)
-    assert failing.returncode == 1 and "0 / 10" in failing.stdout
+    assert failing.returncode == 1 and "0 / 12" in failing.stdout
     assert _cli("02", "--file", stub, "--exit-zero").returncode == 0
 
 
@@ -204,20 +203,24 @@ def test_a_file_of_another_chapter_is_named_as_such():
     assert run.returncode == 2
     assert "does not look like chapter 02's exercise file" in run.stderr and "minigrad grade 01" in run.stderr
     with pytest.raises(ValueError, match="does not look like chapter 04"):
-        grade("04", ROOT / "solutions" / "03_tensors.py", show=False)
+        grade("4.1", ROOT / "solutions" / "03_tensors.py", show=False)
 
 
 def test_a_misnamed_file_in_a_folder_of_submissions_scores_zero_with_the_reason(tmp_path):
     (tmp_path / "02_neural_nets_from_scalars.py").write_text((ROOT / "solutions" / "01_scalar_autograd.py").read_text())
     [result] = grade("02", folder=tmp_path, show=False)
-    assert result.score == 0 and result.max_score == 10
+    assert result.score == 0 and result.max_score == 12
     assert all("does not look like chapter 02's" in r.output for r in result.exercises)
 
 
 def test_seed_replays_a_run(tmp_path):
     path = tmp_path / "03_wrong.py"
     text = (ROOT / "solutions" / "03_tensors.py").read_text()
-    path.write_text(text + "\n\ndef strides_for_shape(shape):\n    return (1,) * len(shape)\n")
+    wrong = (
+        "\n\ndef strides_for_shape(shape):\n    return (1,) * len(shape)\n"
+        "\n\ndef index_to_position(index, strides, offset=0):\n    return sum(index)\n"
+    )  # both functions of exercise 3.1 wrong
+    path.write_text(text + wrong)
     first = grade("3.1", path, seed=1234, show=False)[0].exercises[0]
     again = grade("3.1", path, seed=1234, show=False)[0].exercises[0]
     other = grade("3.1", path, seed=4321, show=False)[0].exercises[0]

@@ -53,7 +53,7 @@ def test_reference_is_out_of_reach_with_a_clear_reason():
 def _recursive_chapter_01(tmp_path) -> Path:
     text = (ROOT / "solutions" / "01_scalar_autograd.py").read_text()
     start = text.index("def topological_order(root: Value) -> list[Value]:")
-    end = text.index("def vsum(")
+    end = len(text)
     recursive = '''def topological_order(root: Value) -> list[Value]:
     import sys
 
@@ -69,20 +69,18 @@ def _recursive_chapter_01(tmp_path) -> Path:
 
     visit(root)
     return order
-
-
 '''
     path = tmp_path / "01_recursive.py"
     path.write_text(text[:start] + recursive + text[end:])
     return path
 
 
-def test_recursive_topological_sort_scores_zero_on_1_4(tmp_path):
+def test_recursive_topological_sort_scores_zero_on_1_2(tmp_path):
     results = grade("01", _recursive_chapter_01(tmp_path), timeout=60, show=False)
     scores, outputs = _scores(results), _outputs(results)
-    assert scores["1.4"] == 0, outputs["1.4"]
-    assert "must be iterative" in outputs["1.4"] and "visit -> visit" in outputs["1.4"]
-    assert scores["1.1"] == 2 and scores["1.5"] == 4  # the rest of the file is still graded on its merits
+    assert scores["1.2"] == 0, outputs["1.2"]
+    assert "must be iterative" in outputs["1.2"] and "visit -> visit" in outputs["1.2"]
+    assert scores["1.1"] == 4 and scores["1.3"] == 4  # the rest of the file is still graded on its merits
 
 
 def test_a_recursive_helper_hidden_from_the_ast_check_is_caught_by_the_depth_probe(tmp_path):
@@ -92,8 +90,8 @@ def test_a_recursive_helper_hidden_from_the_ast_check_is_caught_by_the_depth_pro
     path = tmp_path / "01_hidden.py"
     path.write_text(text)
     results = grade("01", path, timeout=60, show=False)
-    assert _scores(results)["1.4"] == 0
-    assert "call depth" in _outputs(results)["1.4"]
+    assert _scores(results)["1.2"] == 0
+    assert "call depth" in _outputs(results)["1.2"]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process sweeping is checked through /proc")
@@ -124,18 +122,13 @@ _spawn()
 
 
 def test_importing_the_reference_rules_scores_zero_on_chapter_04():
-    results = grade("04", HOSTILE / "import_reference_04.py", timeout=60, show=False)
+    results = grade("4.1", HOSTILE / "import_reference_04.py", timeout=60, show=False)
     assert all(score == 0 for score in _scores(results).values()), _outputs(results)
 
 
-def test_recursive_topological_sort_scores_zero_on_4_5(tmp_path):
-    text = (ROOT / "solutions" / "04_tensor_autograd.py").read_text()
-    start = text.index("def topological_order(root) -> list:")
-    recursive = '''def topological_order(root) -> list:
-    import sys
-
-    sys.setrecursionlimit(10**6)
-    order, seen = [], set()
+def test_a_backward_pass_that_recurses_through_the_graph_loses_points_on_4_5(tmp_path):
+    text = (ROOT / "solutions" / "04_backward.py").read_text()
+    recursive_order = '''    order, seen = [], set()
 
     def visit(node):
         if node not in seen:
@@ -146,11 +139,12 @@ def test_recursive_topological_sort_scores_zero_on_4_5(tmp_path):
             order.append(node)
 
     visit(root)
-    return order
+    for node in reversed(order):
 '''
-    path = tmp_path / "04_recursive.py"
-    path.write_text(text[:start] + recursive)
+    text = text.replace("    for node in reversed(topological_order(root)):\n", recursive_order, 1)
+    assert "visit(root)" in text
+    path = tmp_path / "04_backward.py"
+    path.write_text(text)
     results = grade("4.5", path, timeout=60, show=False)
     scores, outputs = _scores(results), _outputs(results)
-    assert scores["4.5"] == 0 and "must be iterative" in outputs["4.5"] and "visit -> visit" in outputs["4.5"]
-    assert scores["4.1"] == 3  # the rest of the file is still graded on its merits
+    assert 0 < scores["4.5"] < 5 and "20000" in outputs["4.5"].replace(",", "") and "RecursionError" in outputs["4.5"]

@@ -56,7 +56,7 @@ def test_the_stubs_name_the_open_exercise_and_the_file_without_a_traceback(capsy
     assert try_my_code("04", _losses) is None
     out = capsys.readouterr().out
     assert re.match(r"not done yet: Exercise 4\.\d", out)
-    assert out.endswith("  (your file: ../exercises/04_tensor_autograd.py)\n")
+    assert re.search(r"  \(your file: \.\./exercises/04_\w+\.py\)\n$", out)  # the file of the exercise reached first
     assert "Traceback" not in out and out.count("\n") == 1
 
 
@@ -107,7 +107,7 @@ def test_a_missing_file_says_so(tmp_path, capsys, monkeypatch):
     assert try_my_code("04", ran.append) is None
     out = capsys.readouterr().out
     assert ran == []
-    assert out.startswith("could not find your exercise file:") and "04_tensor_autograd.py" in out
+    assert out.startswith("could not find your exercise file:") and "04_" in out
     assert "minigrad exercises build" in out and "Traceback" not in out
 
     assert try_my_code("04", ran.append, path=tmp_path / "nowhere.py") is None

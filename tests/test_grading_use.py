@@ -9,16 +9,22 @@ import minigrad.tensor as mt
 from minigrad.grading import use_exercise
 from minigrad.grading.manifest import PACKAGE_DIR, part_of
 from minigrad.grading.use import exercise_functions, library_module
-from minigrad.tensor import grad_rules
+from minigrad.tensor import autograd, grad_rules
+from minigrad.tensor.ops_log_softmax import LogSoftmax
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "04_tensor_autograd.py"
 STUBS = ROOT / "exercises" / "04_tensor_autograd.py"
-RULES = ["unbroadcast", "matmul_backward", "sum_backward", "mean_backward", "log_softmax_backward", "topological_order"]
+RULES = ["unbroadcast", "matmul_backward", "sum_backward", "mean_backward"]
 
 
 def _originals() -> dict:
     return {name: getattr(grad_rules, name) for name in RULES}
+
+
+def _chapter_originals() -> dict:
+    """Every function chapter 04's exercise files swap: the rules, LogSoftmax's methods, the backward driver."""
+    return {**_originals(), "forward": LogSoftmax.forward, "backward": LogSoftmax.backward, "run_backward": autograd.run_backward}
 
 
 def _train(steps: int = 5) -> list[float]:
@@ -45,11 +51,13 @@ def _train(steps: int = 5) -> list[float]:
 
 
 def test_the_functions_are_found_from_the_regions():
-    part = part_of("04")
+    part = part_of("4.1")
     assert exercise_functions(part.source) == RULES
     assert exercise_functions(part.source, "4.3") == ["sum_backward", "mean_backward"]
-    assert exercise_functions(part.source, "4.5") == ["topological_order"]
     assert library_module(part) is grad_rules
+    assert exercise_functions(part_of("4.4").source) == ["LogSoftmax.forward", "LogSoftmax.backward"]
+    assert exercise_functions(part_of("4.5").source) == ["run_backward"]
+    assert library_module(part_of("4.5")) is autograd
 
 
 def test_methods_are_found_by_qualified_name():
@@ -94,16 +102,35 @@ def test_one_exercise_swaps_only_its_functions():
 
 def test_the_learners_file_is_found_from_the_current_folder(monkeypatch):
     monkeypatch.chdir(ROOT / "chapters")
-    with use_exercise("04") as mine:
+    with use_exercise("4.1") as mine:
         assert Path(mine.__file__).resolve() == STUBS.resolve()
 
 
+def test_a_chapter_of_several_files_swaps_them_all(monkeypatch):
+    before = _chapter_originals()
+    monkeypatch.chdir(ROOT / "chapters")
+    with use_exercise("04") as mine:
+        assert [Path(m.__file__).name for m in mine] == ["04_tensor_autograd.py", "04_log_softmax.py", "04_backward.py"]
+        swapped = _chapter_originals()
+        assert all(swapped[name] is not before[name] for name in before)
+        assert LogSoftmax.forward is mine[1].LogSoftmax.forward and autograd.run_backward is mine[2].run_backward
+    assert _chapter_originals() == before
+
+
+def test_a_chapter_of_several_files_with_one_path_takes_the_file_of_that_name(tmp_path):
+    with use_exercise("04", path=SOLUTIONS) as mine:  # named like the rules' file: only the rules are swapped
+        assert grad_rules.unbroadcast is mine.unbroadcast
+    with pytest.raises(ValueError, match="3 exercise files"):
+        with use_exercise("04", path=tmp_path / "mine.py"):
+            pass
+
+
 def test_a_file_without_a_function_swaps_nothing(tmp_path):
-    text = SOLUTIONS.read_text().replace("def log_softmax_backward(", "def renamed_by_mistake(")
+    text = SOLUTIONS.read_text().replace("def mean_backward(", "def renamed_by_mistake(")
     broken = tmp_path / "04_tensor_autograd.py"
     broken.write_text(text)
     before = _originals()
-    with pytest.raises(AttributeError, match="has no log_softmax_backward"):
+    with pytest.raises(AttributeError, match="has no mean_backward"):
         with use_exercise("04", path=broken):
             pass
     assert _originals() == before
@@ -117,3 +144,16 @@ def test_nested_blocks_restore_in_order():
             assert grad_rules.matmul_backward is outer.matmul_backward
         assert grad_rules.unbroadcast is outer.unbroadcast
     assert _originals() == before
+
+
+def test_swapped_methods_see_the_library_class_under_the_learners_name():
+    """Module methods from solutions/05_module.py register the library's layers (isinstance(x, Module) holds)."""
+    import minigrad.nn as nn
+    from minigrad.nn import module
+
+    original = vars(module.Module)["__setattr__"]
+    with use_exercise("5.1", path=ROOT / "solutions" / "05_module.py") as mine:
+        assert module.Module.__setattr__ is not original and mine.Module is module.Module
+        model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+        assert [n for n, _ in model.named_parameters()] == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert vars(module.Module)["__setattr__"] is original and mine.Module is not module.Module

@@ -198,3 +198,18 @@ def test_matches_pytorch_on_a_sanity_set():
         assert out.data == pytest.approx(ref.item(), rel=1e-9), name
         for o, t in zip(ours, theirs):
             assert o.grad == pytest.approx(t.grad.item(), rel=1e-7, abs=1e-10), name
+
+
+def test_fused_ops_equal_the_chains_of_plus_and_times_they_replace():
+    rng = random.Random(11)
+    ws, xs = [rng.uniform(-2, 2) for _ in range(6)], [rng.uniform(-2, 2) for _ in range(6)]
+    fused_w, fused_x = [Value(w) for w in ws], [Value(x) for x in xs]
+    chain_w, chain_x = [Value(w) for w in ws], [Value(x) for x in xs]
+    fused = dot(fused_w, fused_x) + vsum(fused_x).tanh()
+    chain = sum((w * x for w, x in zip(chain_w, chain_x)), Value(0.0)) + sum(chain_x, Value(0.0)).tanh()
+    fused.backward()
+    chain.backward()
+    assert fused.data == pytest.approx(chain.data, rel=1e-12)
+    for a, b in zip(fused_w + fused_x, chain_w + chain_x):
+        assert a.grad == pytest.approx(b.grad, rel=1e-12, abs=1e-15)
+    assert len(topological_order(fused)) < len(topological_order(chain))

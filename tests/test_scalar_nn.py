@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from minigrad.scalar import MLP, Layer, Neuron, Value, gradcheck, hinge_loss, l2_penalty, make_moons, make_spirals, mse_loss, numerical_gradient, sgd_step
+from minigrad.scalar import MLP, Layer, Neuron, Value, gradcheck, hinge_loss, l2_penalty, make_moons, make_spirals, mse_loss, numerical_gradient, sgd_step, train
 
 
 def test_mlp_shape_and_parameter_count():
@@ -57,16 +57,37 @@ def test_zero_grad_resets_parameters():
 def test_training_separates_the_moons():
     points, labels = make_moons(60, noise=0.05, seed=3)
     model = MLP(2, [12, 12, 1], seed=0)
-    first = None
-    for step in range(60):
-        loss = hinge_loss([model(x) for x in points], labels) + l2_penalty(model.parameters(), 1e-4)
-        model.zero_grad()
-        loss.backward()
-        sgd_step(model.parameters(), 0.5 - 0.4 * step / 60)
-        first = first if first is not None else loss.data
+    losses = train(model, points, labels, steps=60, lr=0.5, lr_end=0.1, alpha=1e-4)
     accuracy = sum((model(x).data > 0) == (y > 0) for x, y in zip(points, labels)) / len(points)
-    assert loss.data < 0.5 * first
+    assert len(losses) == 60 and losses[-1] < 0.5 * losses[0]
     assert accuracy >= 0.9
+
+
+def test_train_is_the_five_step_recipe():
+    """Each recorded loss is the loss before that step; the step uses that loss's gradient and the scheduled lr."""
+    points, labels = make_moons(20, seed=1)
+    model, by_hand = MLP(2, [4, 1], seed=2), MLP(2, [4, 1], seed=2)
+    seen = []
+    losses = train(model, points, labels, steps=5, lr=0.4, lr_end=0.2, alpha=1e-3,
+                   on_step=lambda step, lr, loss, scores: seen.append((step, lr, loss.data, len(scores))))
+    for step in range(5):
+        loss = hinge_loss([by_hand(x) for x in points], labels) + l2_penalty(by_hand.parameters(), 1e-3)
+        by_hand.zero_grad()
+        loss.backward()
+        sgd_step(by_hand.parameters(), 0.4 - 0.2 * step / 5)
+        assert losses[step] == pytest.approx(loss.data, rel=1e-12)
+        assert seen[step][:2] == (step, pytest.approx(0.4 - 0.2 * step / 5)) and seen[step][3] == 20
+    assert [p.data for p in model.parameters()] == pytest.approx([p.data for p in by_hand.parameters()], rel=1e-12)
+
+
+def test_train_ignores_gradients_left_over_from_before():
+    points, labels = make_moons(10, seed=4)
+    clean, dirty = MLP(2, [3, 1], seed=5), MLP(2, [3, 1], seed=5)
+    for p in dirty.parameters():
+        p.grad = 100.0
+    assert train(clean, points, labels, 3, 0.1) == train(dirty, points, labels, 3, 0.1)
+    assert [p.data for p in clean.parameters()] == [p.data for p in dirty.parameters()]
+    assert train(clean, points, labels, 0, 0.1) == []
 
 
 def test_datasets_are_deterministic_and_balanced():
@@ -87,6 +108,7 @@ def test_datasets_are_deterministic_and_balanced():
         (lambda: Neuron(2)([1.0]), "expected 2 inputs, got 1"),
         (lambda: hinge_loss([Value(1.0)], [1.0, -1.0]), "1 scores but 2 labels"),
         (lambda: sgd_step([], -1.0), "lr must be positive"),
+        (lambda: train(MLP(2, [1]), [[0.0, 0.0]], [1.0], -1, 0.1), "steps must be an int >= 0"),
     ],
 )
 def test_nn_errors_are_clear(make, text):

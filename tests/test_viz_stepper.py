@@ -130,6 +130,12 @@ def test_step_validation():
     assert stepper.explanation() == explain_step(stepper.trace, 2)
 
 
+def test_widget_picture_shrinks_to_the_widget_and_scrolls_when_taller_than_the_window():
+    picture = BackpropStepper(expression()).widget.children[1].value
+    assert picture.startswith("<div style='overflow: auto; max-height: 85vh'><svg")
+    assert 'style="max-width: 100%; height: auto"' in picture
+
+
 def test_widget_buttons_and_slider_move_through_the_steps():
     stepper = BackpropStepper(expression())
     box = stepper.widget
@@ -164,7 +170,8 @@ def test_ipython_display_sends_the_widget_with_a_static_fallback(monkeypatch):
     BackpropStepper(reused())._ipython_display_()
     bundle, kwargs = shown[0]
     assert kwargs["raw"] is True
-    assert {"application/vnd.jupyter.widget-view+json", "image/svg+xml", "image/png"} <= set(bundle)
+    assert {"application/vnd.jupyter.widget-view+json", "image/png"} <= set(bundle)
+    assert "image/svg+xml" not in bundle
 
     shown.clear()
     monkeypatch.setitem(sys.modules, "ipywidgets", None)  # import fails as if not installed

@@ -1,4 +1,5 @@
-"""SVG figures carry a PNG twin, so a notebook opened untrusted (or on GitHub) still shows them."""
+"""SVG figures show in notebooks as a PNG at their natural size (JupyterLab shrinks it to the output width;
+an untrusted notebook or GitHub shows no SVG), as the SVG itself only where no PNG can be made."""
 
 from __future__ import annotations
 
@@ -19,14 +20,24 @@ def png_size(png: bytes) -> tuple[int, int]:
     return struct.unpack(">II", png[16:24])
 
 
-def test_a_figure_is_displayed_as_svg_and_as_png_of_the_same_size():
+def test_a_figure_is_displayed_as_a_png_shown_at_the_size_of_the_svg():
     figure = draw_layouts()
     data, metadata = DisplayFormatter().format(figure)
-    assert data["image/svg+xml"] == figure.svg
+    assert "image/svg+xml" not in data  # JupyterLab would prefer it, in an <img> that does not shrink
     png = base64.b64decode(data["image/png"])
+    assert PNG_ZOOM >= 2  # sharp on high-density screens and when shrunk
     assert png_size(png) == (round(figure.width * PNG_ZOOM), round(figure.height * PNG_ZOOM))
     assert metadata["image/png"] == {"width": round(figure.width), "height": round(figure.height)}
-    assert data["text/plain"].startswith("SVGFigure(")
+    assert data["text/plain"].startswith(f"<figure {round(figure.width)} x {round(figure.height)} px, SVG sha256 ")
+
+
+def test_the_text_nbval_compares_pins_the_exact_drawing():
+    """nbval skips PNG, so the figure's text/plain carries a digest of its SVG: any change to the drawing shows."""
+    figure = draw_layouts()
+    same = DisplayFormatter().format(draw_layouts())[0]["text/plain"]
+    assert DisplayFormatter().format(figure)[0]["text/plain"] == same
+    nudged = SVGFigure(figure.body.replace(">", " >", 1), figure.width, figure.height)
+    assert DisplayFormatter().format(nudged)[0]["text/plain"] != same
 
 
 def test_text_is_drawn_with_the_bundled_fonts():
@@ -43,6 +54,7 @@ def test_without_a_rasterizer_the_svg_is_still_shown(monkeypatch):
     assert svg_png(figure.svg) is None and png_bundle(figure.svg, 1, 1) == ({}, {})
     data, _ = DisplayFormatter().format(figure)
     assert "image/png" not in data and data["image/svg+xml"] == figure.svg
+    assert 'style="max-width: 100%; height: auto"' in figure.svg  # an inline <svg> shrinks by itself
 
 
 def test_markup_the_rasterizer_refuses_gives_no_png():

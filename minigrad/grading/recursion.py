@@ -1,6 +1,6 @@
 """Is a learner's function recursive? Read from its source (never run), in the grader's process.
 
-Exercises 1.4 and 4.5 ask for an *iterative* topological sort. The child also
+Exercise 1.4 asks for an *iterative* topological sort. The child also
 measures how deep the learner's call stack grows on a long chain, but that
 measurement runs next to the submission; this static check cannot be switched
 off by it. It finds a cycle in the call graph among the functions the file

@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import TypeVar
 
 from minigrad.grading.loader import find_exercise_file, load_exercise
-from minigrad.grading.use import use_exercise
+from minigrad.grading.use import parts_for, use_exercise
 
 __all__ = ["try_my_code"]
 
@@ -54,6 +54,16 @@ def _learner_line(err: BaseException, path: Path) -> str | None:
     return f"{_shown(path)}, line {last.lineno}" + (f": {last.line}" if last.line else "")
 
 
+def _file_of(err: BaseException, files: list[Path]) -> Path:
+    """The learner's file holding the innermost frame of ``err`` (the first file if none does)."""
+    resolved = {f.resolve(): f for f in files}
+    for frame in reversed(traceback.extract_tb(err.__traceback__)):
+        found = resolved.get(Path(frame.filename).resolve())
+        if found is not None:
+            return found
+    return files[0]
+
+
 def try_my_code(
     key: str | int,
     demo: Callable[[ModuleType], T],
@@ -65,7 +75,7 @@ def try_my_code(
 ) -> T | None:
     """Run ``demo(mine)`` with the learner's exercise code; return its result, or None if it did not finish.
 
-    ``key``: a chapter ("04") or one exercise ("5.3"), as for ``use_exercise``.
+    ``key``: a chapter ("04", all of its exercise files) or one exercise ("5.3"), as for ``use_exercise``.
     ``plug_in``: True runs the demo inside ``use_exercise(key)`` (the library calls the
     learner's functions); False only loads the learner's module and passes it in (for a
     chapter built around a class, such as chapter 01's ``Value``).
@@ -76,22 +86,25 @@ def try_my_code(
     key = str(key)
     tag = f"exercise {key}: " if "." in key else ""
     try:
-        file = Path(path) if path is not None else find_exercise_file(key)
-        if not file.is_file():
-            raise FileNotFoundError(f"no such file: {file}")
-    except FileNotFoundError as err:
+        if path is not None and not Path(path).is_file():
+            raise FileNotFoundError(f"no such file: {path}")
+        files = [Path(path) if path is not None else find_exercise_file(part) for part, _ in parts_for(key, path)]
+    except (FileNotFoundError, ValueError) as err:
         print(f"{tag}could not find your exercise file: {err}")
         return None
     try:
         with contextlib.ExitStack() as stack:
-            mine = stack.enter_context(use_exercise(key, file)) if plug_in else load_exercise(key, file)
+            if plug_in:
+                mine = stack.enter_context(use_exercise(key, path if path is not None else (files[0] if len(files) == 1 else None)))
+            else:
+                mine = load_exercise(key, files[0])
             result = demo(mine)
     except NotImplementedError as err:
         named = str(err).startswith(f"Exercise {key}:")  # the stub's message already names the exercise
-        print(f"{'' if named else tag}not done yet: {err}  (your file: {_shown(file)})")
+        print(f"{'' if named else tag}not done yet: {err}  (your file: {_shown(_file_of(err, files))})")
         return None
     except Exception as err:  # the learner's bug: show where, keeping their line in view
-        where = _learner_line(err, file)
+        where = _learner_line(err, _file_of(err, files))
         print(f"{tag}your code raised {type(err).__name__}: {err}" + (f"  ({where})" if where else ""))
         print("".join(traceback.format_exception(type(err), err, err.__traceback__.tb_next)), end="")
         return None

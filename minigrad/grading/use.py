@@ -7,8 +7,8 @@ function that holds a solution region in place of the library's::
 
     from minigrad.grading import use_exercise
 
-    with use_exercise("04"):           # every rule of exercises/04_tensor_autograd.py
-        loss.backward()                # ... runs through the learner's unbroadcast, matmul backward, ...
+    with use_exercise("04"):           # every exercise of chapter 04, in all of its files
+        loss.backward()                # ... runs the learner's backward pass, unbroadcast, matmul backward, ...
     with use_exercise("4.2"):          # only the functions of exercise 4.2
         ...
 
@@ -16,11 +16,13 @@ The functions to swap are found from the source, not from a list: the regions'
 line numbers (``carve.find_regions``) are matched with the ``def`` statements
 that enclose them (``ast``). This works because the library calls these
 functions through their module at call time (``grad_rules.unbroadcast(...)``).
-A region inside a method swaps that method on the library's class; that is
-sound only for methods that do not depend on their own class (zero-argument
-``super()``, ``isinstance(x, Value)`` with the learner's ``Value``...). For a
-chapter built around a class (chapter 01's ``Value``), use the learner's class
-directly: ``load_exercise("01").Value``.
+A region inside a method swaps that method on the library's class. Inside
+the block the learner's module-level name of that class (``Module``,
+``Value``) points at the library's class too, so ``isinstance(x, Module)`` in a
+swapped method sees the library's objects. Methods that depend on their own
+class object in other ways (zero-argument ``super()``) are not sound to swap.
+For a chapter built around a class (chapter 01's ``Value``), use the learner's
+class directly: ``load_exercise("01").Value``.
 
 Invariants
 - The library's original functions are restored on exit, also after an exception.
@@ -37,10 +39,10 @@ from pathlib import Path
 from types import ModuleType
 
 from minigrad.grading.carve import find_regions
-from minigrad.grading.loader import load_exercise
-from minigrad.grading.manifest import PACKAGE_DIR, Part, part_of
+from minigrad.grading.loader import find_exercise_file, load_module
+from minigrad.grading.manifest import PACKAGE_DIR, Part, chapter, part_of
 
-__all__ = ["use_exercise", "exercise_functions", "library_module"]
+__all__ = ["use_exercise", "exercise_functions", "library_module", "parts_for"]
 
 
 def library_module(part: Part) -> ModuleType:
@@ -96,22 +98,35 @@ def _owner(module: ModuleType, qualname: str):
     return owner, attribute
 
 
-@contextlib.contextmanager
-def use_exercise(key: str | int, path: str | Path | None = None) -> Iterator[ModuleType]:
-    """Inside the block, the library runs the learner's versions of the exercise functions.
+def parts_for(key: str | int, path: str | Path | None = None) -> list[tuple[Part, Path | None]]:
+    """The exercise files ``use_exercise(key, path)`` plugs in: (part, file or None to look it up) pairs.
 
-    ``key``: a chapter ("04") swaps every function with a solution region in
-    that chapter's exercise file; an exercise id ("4.2") swaps only that
-    exercise's. ``path``: the learner's file (default: ``exercises/NN_*.py``
-    found from the current folder upwards). Yields the learner's module.
+    A chapter of several files with a ``path``: the part whose file name ``path`` has.
     """
     key = str(key)
-    part = part_of(key)
-    exercise = key if "." in key else None
+    if "." in key:
+        return [(part_of(key), path)]
+    parts = chapter(key).parts
+    if len(parts) == 1:
+        return [(parts[0], path)]
+    if path is None:
+        return [(p, None) for p in parts]
+    named = [p for p in parts if p.file == Path(path).name]
+    if len(named) != 1:
+        names = ", ".join(f"{p.file} ({', '.join(e.id for e in p.exercises)})" for p in parts)
+        raise ValueError(
+            f"chapter {parts[0].chapter} has {len(parts)} exercise files: {names}; name your file like one of "
+            f"them, or choose one by an exercise id, e.g. {parts[-1].exercises[0].id!r}"
+        )
+    return [(named[0], path)]
+
+
+def _swaps(part: Part, exercise: str | None, path) -> tuple[ModuleType, list]:
+    """The learner's module for ``part`` and the (owner, attribute, original, replacement) swaps to make."""
     names = exercise_functions(part.source, exercise)
     if exercise is not None and not names:
-        raise ValueError(f"use_exercise: exercise {key} has no solution region in {Path(part.source).name}")
-    mine = load_exercise(key, path)
+        raise ValueError(f"use_exercise: exercise {exercise} has no solution region in {Path(part.source).name}")
+    mine = load_module(path or find_exercise_file(part))
     library = library_module(part)
     swaps = []
     for qualname in names:
@@ -125,12 +140,38 @@ def use_exercise(key: str | int, path: str | Path | None = None) -> Iterator[Mod
                 f"regenerate a fresh copy with `minigrad exercises build` and fill it in again"
             ) from None
         swaps.append((owner, attribute, vars(owner)[attribute], replacement))
+    for qualname in names:  # the learner's classes that own swapped methods name the library's class meanwhile
+        if "." in qualname:
+            top = qualname.split(".")[0]
+            if isinstance(vars(mine).get(top), type) and isinstance(getattr(library, top, None), type):
+                swaps.append((mine, top, vars(mine)[top], getattr(library, top)))
+    return mine, swaps
+
+
+@contextlib.contextmanager
+def use_exercise(key: str | int, path: str | Path | None = None) -> Iterator[ModuleType | tuple[ModuleType, ...]]:
+    """Inside the block, the library runs the learner's versions of the exercise functions.
+
+    ``key``: a chapter ("04") swaps every function with a solution region in
+    that chapter's exercise files; an exercise id ("4.2") swaps only that
+    exercise's. ``path``: the learner's file (default: ``exercises/NN_*.py``
+    found from the current folder upwards; for a chapter of several files,
+    the one named like ``path``). Yields the learner's module, or a tuple of
+    modules (in the manifest's order) for a chapter of several files.
+    """
+    key = str(key)
+    exercise = key if "." in key else None
+    loaded = [_swaps(part, exercise, file) for part, file in parts_for(key, path)]
     done = []
     try:
-        for owner, attribute, original, replacement in swaps:
-            setattr(owner, attribute, replacement)
-            done.append((owner, attribute, original))
-        yield mine
+        for _, swaps in loaded:
+            for owner, attribute, original, replacement in swaps:
+                if (owner, attribute) in {(o, a) for o, a, _ in done}:
+                    continue
+                setattr(owner, attribute, replacement)
+                done.append((owner, attribute, original))
+        modules = tuple(mine for mine, _ in loaded)
+        yield modules[0] if len(modules) == 1 else modules
     finally:
         for owner, attribute, original in reversed(done):
             setattr(owner, attribute, original)

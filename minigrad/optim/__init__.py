@@ -18,35 +18,37 @@ parameter-group dicts); this stage imports only :mod:`minigrad.tensor`.
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (1,374 lines in all):
+The files that carry the chapter's ideas, in the order to read them (1,127 lines in all):
 
-1. ``optimizer.py`` (446 lines): :class:`Optimizer` — parameter groups,
-   per-parameter state, ``zero_grad``, ``step``, ``state_dict``. Its registry
-   of update kernels per device type (``register_update_kernel``) is a device
-   extension point.
-2. ``functional.py`` (197 lines): the arithmetic of one step of SGD (momentum,
+1. ``optimizer.py`` (378 lines): :class:`Optimizer` — parameter groups,
+   per-parameter state, ``zero_grad``, ``step``, ``state_dict``.
+2. ``functional.py`` (147 lines): the arithmetic of one step of SGD (momentum,
    Nesterov) and Adam, as functions on arrays: the chapter's exercises.
-   ``rmsprop_update`` is PyTorch compatibility.
-3. ``sgd.py`` (80 lines): :class:`SGD`, the update wired to the bookkeeping.
-4. ``adam.py`` (121 lines): :class:`Adam` and :class:`AdamW` (L2 vs decoupled weight decay).
-5. ``lr_scheduler.py`` (427 lines): ``LRScheduler``; the chapter uses
-   ``StepLR``, ``CosineAnnealingLR`` and ``warmup_cosine``. ``MultiStepLR``,
-   ``ExponentialLR``, ``LinearLR``, ``LambdaLR`` and ``SequentialLR`` are
-   PyTorch compatibility (``warmup_cosine`` is built on ``LambdaLR``).
+3. ``sgd.py`` (82 lines): :class:`SGD`, the update wired to the bookkeeping.
+4. ``adam.py`` (123 lines): :class:`Adam` and :class:`AdamW` (L2 vs decoupled weight decay).
+5. ``lr_scheduler.py`` (294 lines): ``LRScheduler`` and the schedules the
+   chapter uses: ``StepLR``, ``CosineAnnealingLR``, ``warmup_cosine`` (built on ``LambdaLR``).
 6. ``accumulate.py`` (103 lines): :class:`GradientAccumulator`, the update of a
    big batch from micro-batches.
 
 Extensions (not on the reading path)
 ------------------------------------
-- ``rmsprop.py`` (83 lines): :class:`RMSprop`, for PyTorch compatibility.
+- ``update_kernels.py`` (84 lines): the device extension point: which function
+  does an optimizer's arithmetic on a device type (``register_update_kernel``;
+  ``minigrad.gpu`` plugs fused kernels in here).
+- ``rmsprop.py`` (142 lines): :class:`RMSprop` and its ``rmsprop_update``, for PyTorch compatibility.
+- ``lr_scheduler_extras.py`` (168 lines): ``MultiStepLR``, ``ExponentialLR``,
+  ``LinearLR`` and ``SequentialLR``, for PyTorch compatibility (also importable
+  as ``lr_scheduler.MultiStepLR`` and so on).
 """
 
 from minigrad.optim import functional, lr_scheduler
 from minigrad.optim.accumulate import GradientAccumulator
 from minigrad.optim.adam import Adam, AdamW
-from minigrad.optim.optimizer import Optimizer, register_update_kernel, required, update_kernel
+from minigrad.optim.optimizer import Optimizer, required
 from minigrad.optim.rmsprop import RMSprop
 from minigrad.optim.sgd import SGD
+from minigrad.optim.update_kernels import register_update_kernel, update_kernel
 
 __all__ = [
     "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "GradientAccumulator", "lr_scheduler", "functional",

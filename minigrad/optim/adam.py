@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from minigrad.optim.optimizer import Optimizer, _bump, check_number, update_kernel
+from minigrad.optim import functional
+from minigrad.optim.optimizer import Optimizer, _bump, check_number
+from minigrad.optim.update_kernels import update_kernel
 from minigrad.tensor import Tensor
 
 __all__ = ["Adam", "AdamW"]
@@ -71,7 +73,7 @@ class Adam(Optimizer):
         state["step"] += 1
         max_sq = state.get("max_exp_avg_sq") if group["amsgrad"] else None
         beta1, beta2 = group["betas"]
-        update_kernel("adam", p.device)(
+        update_kernel("adam", p.device, functional.adam_update)(
             p._data,
             p.grad._data,
             state["exp_avg"]._data,

@@ -12,7 +12,8 @@ An optimizer owns
   count). It is filled lazily, on a parameter's first step.
 
 Subclasses implement ``step()`` by walking the groups and calling an update
-rule from :mod:`minigrad.optim.functional` on the raw arrays of each parameter
+rule (from :mod:`minigrad.optim.functional`, looked up through
+:mod:`minigrad.optim.update_kernels`) on the raw arrays of each parameter
 that has a gradient. Updates happen in place, under ``no_grad()``, and bump
 the version counters of what they change, exactly as in-place tensor ops do
 (so autograd can still catch a saved tensor that an optimizer step changed).
@@ -39,12 +40,11 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from minigrad.optim import functional
-from minigrad.tensor import Tensor, allocation_tag, enable_grad, hooks, no_grad
+from minigrad.tensor import Tensor, allocation_tag, enable_grad, no_grad
 from minigrad.tensor.backend import array_module, cpu, transfer
 from minigrad.tensor.tensor import make_tensor
 
-__all__ = ["Optimizer", "required", "register_update_kernel", "update_kernel"]
+__all__ = ["Optimizer", "required"]
 
 OPTIMIZER_STATE = "optimizer_state"  # the allocation tag of state buffers (see minigrad.tensor.hooks)
 
@@ -57,74 +57,6 @@ class _Required:
 
 
 required = _Required()
-
-
-# ---------------------------------------------------------------------------------- update kernels
-# The optimizer classes look their update rule up here by (name, device type), so a later stage
-# (minigrad.gpu: fused CUDA kernels) or a learner's own implementation can plug in without patching.
-
-_KERNELS: dict[tuple[str, str], Callable] = {}
-
-
-def register_update_kernel(name: str, device_type: str, fn: Callable | None) -> Callable | None:
-    """Use ``fn`` for update rule ``name`` ("sgd", "adam", "rmsprop") on ``device_type``; returns the previous one.
-
-    ``fn`` takes the same arguments as the function of that name in
-    :mod:`minigrad.optim.functional`. ``None`` restores the default.
-    """
-    key = (str(name), str(device_type))
-    previous = _KERNELS.pop(key, None)
-    if fn is not None:
-        if not callable(fn):
-            raise TypeError(f"register_update_kernel: expected a callable, got {fn!r}")
-        _KERNELS[key] = fn
-    return previous
-
-
-def _scratch_arrays(name: str, maximize=False, weight_decay=0.0, decoupled_weight_decay=False, nesterov=False,
-                    momentum=0.0, **_) -> int:
-    """How many parameter-sized scratch arrays the functional update rule ``name`` holds at once, at most.
-
-    Counted from the code of :mod:`minigrad.optim.functional` (each ``a * b``
-    on whole arrays makes one) and checked against tracemalloc by the tests.
-    A new momentum buffer is not scratch: it becomes optimizer state.
-    """
-    negated_or_decayed = bool(maximize or (weight_decay != 0 and not decoupled_weight_decay))
-    if name == "adam":  # (1 - beta2) * grad * grad; later sqrt(v) and m / denom
-        return 2 + negated_or_decayed
-    if name == "sgd":  # lr * d
-        return 1 + negated_or_decayed + bool(nesterov)
-    if name == "rmsprop":  # (1 - alpha) * grad * grad; sqrt(v) + eps and grad / avg
-        return 2 + negated_or_decayed + (momentum == 0)
-    return 0
-
-
-def update_kernel(name: str, device) -> Callable:
-    """The update rule ``name`` for tensors on ``device``: a registered one, else the functional default.
-
-    While allocation observers are registered, the rule's scratch memory is
-    reported around each call (:func:`minigrad.tensor.hooks.scratch`): for the
-    defaults, the count of :func:`_scratch_arrays`; a registered kernel may
-    declare its own with a ``scratch_arrays(**hyperparameters)`` attribute
-    (a fused kernel has none).
-    """
-    fn = _KERNELS.get((name, device.type))
-    if fn is None:
-        fn = getattr(functional, f"{name}_update")
-        if hooks.observers:
-            return _reporting_scratch(fn, lambda **hyper: _scratch_arrays(name, **hyper), device)
-        return fn
-    if hooks.observers and hasattr(fn, "scratch_arrays"):
-        return _reporting_scratch(fn, fn.scratch_arrays, device)
-    return fn
-
-
-def _reporting_scratch(fn: Callable, count: Callable, device) -> Callable:
-    def run(param, *arrays, **hyper):
-        with hooks.scratch(count(**hyper) * param.nbytes, device):
-            return fn(param, *arrays, **hyper)
-
-    return run
 
 
 # ---------------------------------------------------------------------------------- helpers

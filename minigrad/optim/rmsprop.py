@@ -1,13 +1,22 @@
-"""``RMSprop``: divide the gradient by a running root-mean-square of recent gradients."""
+"""``RMSprop``: divide the gradient by a running root-mean-square of recent gradients.
+
+PyTorch compatibility, off chapter 05's reading path: the optimizer class and
+its arithmetic (``rmsprop_update``, written like the rules of
+:mod:`minigrad.optim.functional`: whole-array, in place, PyTorch's order of
+operations).
+"""
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
-from minigrad.optim.optimizer import Optimizer, _bump, check_number, update_kernel
+import numpy as np
+
+from minigrad.optim.optimizer import Optimizer, _bump, check_number
+from minigrad.optim.update_kernels import update_kernel
 from minigrad.tensor import Tensor
 
-__all__ = ["RMSprop"]
+__all__ = ["RMSprop", "rmsprop_update"]
 
 
 class RMSprop(Optimizer):
@@ -30,7 +39,7 @@ class RMSprop(Optimizer):
 
     State per parameter: ``"step"``, ``"square_avg"``, and ``"momentum_buffer"``
     (momentum > 0) and ``"grad_avg"`` (centered). The arithmetic is
-    :func:`minigrad.optim.functional.rmsprop_update`.
+    :func:`rmsprop_update`.
     """
 
     def __init__(
@@ -66,7 +75,7 @@ class RMSprop(Optimizer):
         state["step"] += 1
         grad_avg = state.get("grad_avg") if group["centered"] else None
         buf = state.get("momentum_buffer") if group["momentum"] > 0 else None
-        update_kernel("rmsprop", p.device)(
+        update_kernel("rmsprop", p.device, rmsprop_update)(
             p._data,
             p.grad._data,
             state["square_avg"]._data,
@@ -81,3 +90,53 @@ class RMSprop(Optimizer):
             maximize=group["maximize"],
         )
         _bump(p, state["square_avg"], grad_avg, buf)
+
+
+def rmsprop_update(
+    param,
+    grad,
+    square_avg,
+    grad_avg=None,
+    momentum_buffer=None,
+    *,
+    lr: float,
+    alpha: float,
+    eps: float,
+    weight_decay: float = 0.0,
+    momentum: float = 0.0,
+    centered: bool = False,
+    maximize: bool = False,
+) -> None:
+    """One RMSprop step for one parameter, in place.
+
+    ``square_avg`` (v) is the running average of the squared gradient;
+    ``grad_avg`` (a, only when ``centered``) of the gradient; ``momentum_buffer``
+    (b, only when ``momentum > 0``) starts at zero::
+
+        g = -g                            if maximize
+        g = g + weight_decay * p          if weight_decay != 0
+        v = alpha * v + (1 - alpha) * g * g
+        a = alpha * a + (1 - alpha) * g   if centered
+        s = sqrt(v - a * a) + eps         if centered (an estimate of the std)
+        s = sqrt(v) + eps                 otherwise
+        b = momentum * b + g / s;  p = p - lr * b     if momentum > 0
+        p = p - lr * g / s                            otherwise
+    """
+    if maximize:
+        grad = -grad
+    if weight_decay != 0:
+        grad = grad + weight_decay * param
+    square_avg *= alpha
+    square_avg += (1 - alpha) * grad * grad
+    if centered:
+        grad_avg *= alpha
+        grad_avg += (1 - alpha) * grad
+        avg = np.sqrt(square_avg - grad_avg * grad_avg) + eps
+    else:
+        avg = np.sqrt(square_avg) + eps
+    if momentum > 0:
+        momentum_buffer *= momentum
+        momentum_buffer += grad / avg
+        param -= lr * momentum_buffer
+    else:
+        param -= lr * (grad / avg)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from minigrad.optim.optimizer import Optimizer, _bump, check_number, required, update_kernel
+from minigrad.optim import functional
+from minigrad.optim.optimizer import Optimizer, _bump, check_number, required
+from minigrad.optim.update_kernels import update_kernel
 from minigrad.tensor import Tensor
 
 __all__ = ["SGD"]
@@ -64,7 +66,7 @@ class SGD(Optimizer):
 
     def _update(self, p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
         buf = state.get("momentum_buffer")
-        new_buf = update_kernel("sgd", p.device)(
+        new_buf = update_kernel("sgd", p.device, functional.sgd_update)(
             p._data,
             p.grad._data,
             None if buf is None else buf._data,

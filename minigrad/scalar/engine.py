@@ -1,16 +1,15 @@
 """A scalar autograd engine: ``Value`` and the backward pass.
 
 Every ``Value`` remembers the values it was computed from (``_children``) and,
-recorded at the moment the forward op runs, the local derivative of its output
-with respect to each of them (``_local_grads``). Backward is then the chain
-rule and nothing else: walk the graph from the output towards the leaves and
-add ``local_grad * node.grad`` into each child.
+recorded when the forward op runs, the local derivative of its output with
+respect to each of them (``_local_grads``). Backward is then the chain rule
+and nothing else, applied from the output towards the leaves; it never needs
+to know which op made a node.
 
 Invariants
 - ``len(v._children) == len(v._local_grads)`` for every node.
 - Leaves (nodes with no children) accumulate ``.grad`` across ``backward()``
-  calls, as in PyTorch; call ``zero_grad()`` (or ``Module.zero_grad()``)
-  between steps. Intermediate nodes hold the gradient of the latest pass.
+  calls, as in PyTorch; intermediate nodes hold the gradient of the latest pass.
 - The derivative of ``relu`` at exactly 0 is taken to be 0 (PyTorch's choice).
 """
 
@@ -19,23 +18,19 @@ from __future__ import annotations
 import math
 from numbers import Real
 
-__all__ = ["Value", "topological_order", "vsum", "dot"]
-
-
-def _type_error(op: str, left: object, right: object) -> TypeError:
-    return TypeError(
-        f"{op}: unsupported operand types {type(left).__name__} and "
-        f"{type(right).__name__}. Value works with int, float and Value operands; "
-        f"convert with float(x) or wrap with Value(x)."
-    )
+__all__ = ["Value", "topological_order"]
 
 
 def _as_value(x: object, op: str, other: object) -> "Value":
+    """``x`` as a Value (numbers are wrapped); anything else is a TypeError naming the op."""
     if isinstance(x, Value):
         return x
     if isinstance(x, Real) and not isinstance(x, bool):
         return Value(float(x))
-    raise _type_error(op, other, x)
+    raise TypeError(
+        f"{op}: unsupported operand types {type(other).__name__} and {type(x).__name__}. "
+        f"Value works with int, float and Value operands; convert with float(x) or wrap with Value(x)."
+    )
 
 
 class Value:
@@ -48,13 +43,9 @@ class Value:
     __slots__ = ("data", "grad", "_children", "_local_grads", "_op", "label")
 
     def __init__(self, data, _children=(), _local_grads=(), _op="", label=""):
-        if isinstance(data, Value):
-            raise TypeError("Value(Value(...)): data must be a number; use the Value itself")
         if not isinstance(data, Real) or isinstance(data, bool):
-            raise TypeError(
-                f"Value: data must be an int or float, got {type(data).__name__} ({data!r}); "
-                f"convert with float(x)"
-            )
+            hint = "use the Value itself" if isinstance(data, Value) else "convert with float(x)"
+            raise TypeError(f"Value: data must be an int or float, got {type(data).__name__} ({data!r}); {hint}")
         self.data = float(data)
         self.grad = 0.0
         self._children = _children
@@ -66,9 +57,7 @@ class Value:
         name = f", label={self.label!r}" if self.label else ""
         return f"Value(data={self.data:.6g}, grad={self.grad:.6g}{name})"
 
-    # ----------------------------------------------------------------- arithmetic
-    # Each op computes its output and the local derivatives d(out)/d(input).
-
+    # Each op computes its output and the local derivatives d(out)/d(input), one per child.
     def __add__(self, other):
         other = _as_value(other, "+", self)
         return Value(self.data + other.data, (self, other), (1.0, 1.0), "+")
@@ -82,7 +71,7 @@ class Value:
 
     def __mul__(self, other):
         other = _as_value(other, "*", self)
-        ### BEGIN SOLUTION 1.1 | out = a*b; d(out)/da = b and d(out)/db = a: Value(data, (self, other), (local_a, local_b), "*")
+        ### BEGIN SOLUTION 1.1 | the product, and how it moves when each factor moves (the table of section 4)
         return Value(self.data * other.data, (self, other), (other.data, self.data), "*")
         ### END SOLUTION
 
@@ -102,16 +91,15 @@ class Value:
             b = exponent.data
             if a <= 0.0:
                 raise ValueError(
-                    f"pow: a ** b with a Value exponent needs a > 0, because "
-                    f"d(a**b)/db = a**b * log(a); got a = {a:g}. "
-                    f"If the exponent is a constant, pass a plain number instead of a Value."
+                    f"pow: a ** b with a Value exponent needs a > 0, because d(a**b)/db = a**b * log(a); "
+                    f"got a = {a:g}. If the exponent is a constant, pass a plain number instead of a Value."
                 )
-            ### BEGIN SOLUTION 1.2 | out = a**b; d/da = b * a**(b-1) and d/db = a**b * log(a)
+            ### BEGIN SOLUTION 1.1 | a ** b with both a and b in the graph: one local derivative per child (section 4)
             out = a**b
             return Value(out, (self, exponent), (b * a ** (b - 1.0), out * math.log(a)), "**")
             ### END SOLUTION
         if not isinstance(exponent, Real) or isinstance(exponent, bool):
-            raise _type_error("**", self, exponent)
+            _as_value(exponent, "**", self)  # raises the TypeError
         n = float(exponent)
         if a == 0.0 and n < 0.0:
             raise ZeroDivisionError(f"pow: 0 ** {n:g} is infinite; the base became exactly 0")
@@ -120,26 +108,21 @@ class Value:
                 f"pow: {a:g} ** {n:g} is not a real number (negative base, fractional exponent); "
                 f"use abs() or keep the base positive"
             )
-        ### BEGIN SOLUTION 1.2 | out = a**n for a constant n; d/da = n * a**(n-1) (a single child: self)
+        ### BEGIN SOLUTION 1.1 | a ** n for a plain number n: only the base joins the graph (section 4)
         return Value(a**n, (self,), (n * a ** (n - 1.0),), f"**{n:g}")
         ### END SOLUTION
 
-    def __radd__(self, other):
-        return _as_value(other, "+", self) + self
+    __radd__ = __add__
+    __rmul__ = __mul__
 
     def __rsub__(self, other):
         return _as_value(other, "-", self) - self
-
-    def __rmul__(self, other):
-        return _as_value(other, "*", self) * self
 
     def __rtruediv__(self, other):
         return _as_value(other, "/", self) / self
 
     def __rpow__(self, other):
         return _as_value(other, "**", self) ** self
-
-    # ---------------------------------------------------------------- functions
 
     def exp(self):
         try:
@@ -160,7 +143,7 @@ class Value:
         return Value(math.log(self.data), (self,), (1.0 / self.data,), "log")
 
     def tanh(self):
-        ### BEGIN SOLUTION 1.3 | t = math.tanh(x); d(tanh x)/dx = 1 - t**2
+        ### BEGIN SOLUTION 1.1 | tanh of the data, and its local derivative written with the output (section 4)
         t = math.tanh(self.data)
         return Value(t, (self,), (1.0 - t * t,), "tanh")
         ### END SOLUTION
@@ -170,24 +153,19 @@ class Value:
         return Value(x if x > 0.0 else 0.0, (self,), (1.0 if x > 0.0 else 0.0,), "relu")
 
     def sigmoid(self):
-        x = self.data
-        if x >= 0.0:
-            s = 1.0 / (1.0 + math.exp(-x))
-        else:  # same value, written so exp() never overflows
-            e = math.exp(x)
-            s = e / (1.0 + e)
+        # 1 / (1 + exp(-x)) for x >= 0; the equal exp(x) / (1 + exp(x)) below 0, so exp never overflows
+        e = math.exp(-abs(self.data))
+        s = 1.0 / (1.0 + e) if self.data >= 0.0 else e / (1.0 + e)
         return Value(s, (self,), (s * (1.0 - s),), "sigmoid")
-
-    # ----------------------------------------------------------------- backward
 
     def backward(self, gradient: float = 1.0) -> None:
         """Fill ``.grad`` of every node that this value depends on.
 
         ``gradient`` is d(final)/d(self); 1.0 when self is the final output.
-        Leaves accumulate; intermediate nodes are reset for this pass.
+        Leaves accumulate; intermediate nodes start from 0 in every pass.
         """
         order = topological_order(self)
-        ### BEGIN SOLUTION 1.5 | reset non-leaf grads, add gradient to self.grad, then visit order in reverse: child.grad += local * node.grad
+        ### BEGIN SOLUTION 1.3 | the chain rule over the whole graph, output first, in an order that never uses an unfinished gradient (sections 5-10)
         for node in order:
             if node._children:
                 node.grad = 0.0
@@ -205,12 +183,12 @@ class Value:
 
 
 def topological_order(root: Value) -> list[Value]:
-    """Every node reachable from ``root``, each listed after all of its children.
+    """Every node reachable from ``root`` exactly once, each listed after all of its children.
 
-    Iterative depth-first search (an explicit stack), so a chain of a million
+    Iterative depth-first search with an explicit stack, so a chain of a million
     nodes works where a recursive version would hit Python's recursion limit.
     """
-    ### BEGIN SOLUTION 1.4 | explicit stack of (node, children_done) pairs; append a node to the order only when it is popped the second time
+    ### BEGIN SOLUTION 1.2 | depth-first search without recursion: an explicit stack that remembers whether a node's children are placed yet (section 7)
     order: list[Value] = []
     visited: set[Value] = set()
     stack = [(root, False)]
@@ -228,39 +206,3 @@ def topological_order(root: Value) -> list[Value]:
                 stack.append((child, False))
     return order
     ### END SOLUTION
-
-
-def vsum(values) -> Value:
-    """Sum of many Values as one node: d(sum)/d(v_i) = 1 for every input."""
-    values = tuple(_as_value(v, "vsum", Value(0.0)) for v in values)
-    if not values:
-        raise ValueError("vsum: needs at least one value; got an empty sequence")
-    return Value(math.fsum(v.data for v in values), values, (1.0,) * len(values), "sum")
-
-
-def dot(weights, inputs) -> Value:
-    """sum_i w_i * x_i as one node: d/dw_i = x_i and d/dx_i = w_i.
-
-    ``inputs`` may mix Values and plain numbers; only Values join the graph.
-    """
-    weights = tuple(weights)
-    inputs = tuple(inputs)
-    if len(weights) != len(inputs):
-        raise ValueError(
-            f"dot: {len(weights)} weights but {len(inputs)} inputs; they must have the same length"
-        )
-    total = 0.0
-    children: list[Value] = []
-    locals_: list[float] = []
-    for w, x in zip(weights, inputs):
-        w = _as_value(w, "dot", x)
-        if isinstance(x, Value):
-            total += w.data * x.data
-            children += (w, x)
-            locals_ += (x.data, w.data)
-        else:
-            x = _as_value(x, "dot", w).data
-            total += w.data * x
-            children.append(w)
-            locals_.append(x)
-    return Value(total, tuple(children), tuple(locals_), "dot")

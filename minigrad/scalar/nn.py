@@ -1,4 +1,4 @@
-"""Neural networks made of scalar ``Value``s: Neuron, Layer, MLP, losses, SGD.
+"""Neural networks made of scalar ``Value``s: Neuron, Layer, MLP, the hinge loss and the training loop.
 
 The names follow PyTorch (``Module``, ``parameters()``, ``zero_grad()``) so
 that what is learned here carries over to ``minigrad.nn`` and to PyTorch.
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from minigrad.scalar.engine import Value, dot, vsum
+from minigrad.scalar.engine import Value
+from minigrad.scalar.fused import dot, vsum
 
-__all__ = ["Module", "Neuron", "Layer", "MLP", "hinge_loss", "mse_loss", "l2_penalty", "sgd_step"]
+__all__ = ["Module", "Neuron", "Layer", "MLP", "hinge_loss", "mse_loss", "l2_penalty", "sgd_step", "train"]
 
 ACTIVATIONS = ("relu", "tanh", "sigmoid", "linear")
 
@@ -54,7 +55,7 @@ class Neuron(Module):
                 f"Neuron: expected {len(self.w)} inputs, got {len(x)}; "
                 f"the input size must match the nin the neuron was built with"
             )
-        ### BEGIN SOLUTION 2.1 | z = dot(self.w, x) + self.b (or a sum of w_i * x_i), then apply self.activation ("linear" means no change)
+        ### BEGIN SOLUTION 2.1 | the weighted vote of the inputs plus the bias, bent by self.activation ("linear": not bent) (section 1)
         z = dot(self.w, x) + self.b
         if self.activation == "linear":
             return z
@@ -62,7 +63,9 @@ class Neuron(Module):
         ### END SOLUTION
 
     def parameters(self) -> list[Value]:
+        ### BEGIN SOLUTION 2.1 | the neuron's own Values that training adjusts, weights first (section 3)
         return self.w + [self.b]
+        ### END SOLUTION
 
     def __repr__(self) -> str:
         return f"Neuron({len(self.w)}, activation={self.activation!r})"
@@ -79,7 +82,7 @@ class Layer(Module):
         return [n(x) for n in self.neurons]
 
     def parameters(self) -> list[Value]:
-        ### BEGIN SOLUTION 2.2 | every neuron's parameters, in order, in one flat list
+        ### BEGIN SOLUTION 2.1 | every neuron's parameters, in order, in one flat list (section 3)
         return [p for n in self.neurons for p in n.parameters()]
         ### END SOLUTION
 
@@ -105,12 +108,14 @@ class MLP(Module):
         ]
 
     def __call__(self, x: Sequence):
+        ### BEGIN SOLUTION 2.1 | the layers in a chain, each reading what the previous one produced (section 3)
         for layer in self.layers:
             x = layer(x)
         return x[0] if len(x) == 1 else x
+        ### END SOLUTION
 
     def parameters(self) -> list[Value]:
-        ### BEGIN SOLUTION 2.2 | every layer's parameters, in order, in one flat list
+        ### BEGIN SOLUTION 2.1 | every layer's parameters, in order, in one flat list (section 3)
         return [p for layer in self.layers for p in layer.parameters()]
         ### END SOLUTION
 
@@ -119,7 +124,7 @@ class MLP(Module):
 
 
 def hinge_loss(scores: Sequence[Value], labels: Sequence[float]) -> Value:
-    """Mean of ``max(0, 1 - y * score)`` over the batch, labels y in {-1, +1}.
+    """The batch mean of the hinge (max-margin) loss of each score, labels y in {-1, +1}.
 
     Zero for a point classified correctly with margin at least 1; grows
     linearly with how wrong it is otherwise (the SVM "max-margin" loss).
@@ -128,7 +133,7 @@ def hinge_loss(scores: Sequence[Value], labels: Sequence[float]) -> Value:
         raise ValueError(f"hinge_loss: {len(scores)} scores but {len(labels)} labels")
     if not scores:
         raise ValueError("hinge_loss: empty batch")
-    ### BEGIN SOLUTION 2.3 | losses = [(1 - y * s).relu() ...]; return their sum times 1/len(scores)
+    ### BEGIN SOLUTION 2.2 | each point's loss from its margin y * score, built from Value ops so it has a gradient, then the batch mean (section 6)
     losses = [(1.0 - y * s).relu() for s, y in zip(scores, labels)]
     return vsum(losses) * (1.0 / len(losses))
     ### END SOLUTION
@@ -152,7 +157,36 @@ def sgd_step(parameters: Sequence[Value], lr: float) -> None:
     """Plain gradient descent: move every parameter a step ``lr`` against its gradient."""
     if lr <= 0:
         raise ValueError(f"sgd_step: lr must be positive, got {lr}")
-    ### BEGIN SOLUTION 2.4 | for each p: p.data -= lr * p.grad (change .data, not the Value itself)
+    ### BEGIN SOLUTION 2.3 | change each parameter's number (not the Value object) so the loss goes down (section 7)
     for p in parameters:
         p.data -= lr * p.grad
     ### END SOLUTION
+
+
+def train(model: Module, points: Sequence, labels: Sequence[float], steps: int, lr: float,
+          lr_end: float | None = None, alpha: float = 0.0, on_step: Callable | None = None) -> list[float]:
+    """Full-batch gradient descent on ``hinge_loss + l2_penalty(alpha)``; returns the loss of every step.
+
+    Each step scores every point with the current parameters and moves them
+    with ``sgd_step``, using the gradient of this step's loss alone (gradients
+    left over from before the call or from earlier steps must not leak in).
+    The learning rate falls linearly from ``lr`` at step 0 towards ``lr_end``
+    (constant when None). ``on_step(step, lr, loss, scores)`` is called after each step.
+    """
+    if not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"train: steps must be an int >= 0, got {steps!r}")
+    lr_end = lr if lr_end is None else lr_end
+    losses = []
+    for step in range(steps):
+        step_lr = lr + (lr_end - lr) * step / steps
+        ### BEGIN SOLUTION 2.3 | one step of section 7's recipe on the whole batch; keep `loss` and `scores` for on_step and record the loss
+        scores = [model(x) for x in points]
+        loss = hinge_loss(scores, labels) + l2_penalty(model.parameters(), alpha)
+        model.zero_grad()
+        loss.backward()
+        sgd_step(model.parameters(), step_lr)
+        losses.append(loss.data)
+        ### END SOLUTION
+        if on_step is not None:
+            on_step(step, step_lr, loss, scores)
+    return losses

@@ -2,37 +2,55 @@
 
 Reading order
 -------------
-The files that carry the chapters' ideas, in the order to read them (2,458 lines in all):
+The files that carry the chapters' ideas, in the order to read them (1,490 lines in all):
 
 Chapter 03 (data):
 
-1. ``strides.py`` (202 lines): storage, shape, strides and offset; index to
-   position and back; contiguity; broadcasting, all in plain Python.
-2. ``tensor.py`` (742 lines): the :class:`Tensor` — one backend array plus
+1. ``strides.py`` (281 lines): storage, shape, strides and offset; index to
+   position and back; contiguity; broadcasting; the strides of permute,
+   expand and view; the strided walk behind ``contiguous()``, in plain Python.
+2. ``tensor.py`` (207 lines): the :class:`Tensor` — one backend array plus
    ``requires_grad``, ``grad_fn``, ``grad`` and the version counter (all set
-   by ``init_tensor``); ``backward``, ``detach``, ``requires_grad_``. Its many
-   operator methods are one-line calls into the ops: skim them.
-3. ``ops_shape.py`` (348 lines): views — a new shape and strides over the
+   by ``init_tensor``); ``backward``, ``detach``, ``requires_grad_``.
+3. ``ops_shape.py`` (164 lines): views — a new shape and strides over the
    same memory (transpose, expand with stride 0, view/reshape) — and their
-   backward, which undoes the shape change.
+   backward, which undoes the shape change; ``contiguous``.
 
 Chapter 04 (autograd):
 
-4. ``function.py`` (437 lines): :class:`Function` — ``forward``/``backward``,
+4. ``function.py`` (295 lines): :class:`Function` — ``forward``/``backward``,
    ``save_for_backward`` — and ``Function.apply``, which runs an op and
    leaves its node in the graph; ``no_grad``.
-5. ``autograd.py`` (161 lines): the backward pass — topological order,
-   gradients added up over the graph, leaves, ``retain_graph``.
-6. ``grad_rules.py`` (214 lines): the backward rules with an idea in them
-   (``unbroadcast``, matmul, sum/mean, log-softmax, the graph order): the
-   chapter's exercises. Its ``product`` (a float16 matmul done in float32) is a
-   speed path.
-7. ``inplace.py`` (210 lines): in-place ops and the version counter that
+5. ``ops_log_softmax.py`` (50 lines): one op written out as a ``Function``
+   (exercise 4.4): a forward that cannot overflow, a backward from the
+   saved output.
+6. ``autograd.py`` (134 lines): the backward pass — topological order,
+   gradients added up over the graph, leaves, ``retain_grad``,
+   ``retain_graph`` (the driver is exercise 4.5).
+7. ``grad_rules.py`` (137 lines): the backward rules with an idea in them
+   (``unbroadcast``, matmul, sum/mean): exercises 4.1-4.3.
+8. ``inplace.py`` (114 lines): in-place ops and the version counter that
    catches a saved tensor modified before backward.
-8. ``gradcheck.py`` (144 lines): backward against finite differences, in float64.
+9. ``gradcheck.py`` (108 lines): backward against finite differences, in float64.
 
 Extensions (not on the reading path)
 ------------------------------------
+The Tensor's methods and the helpers of the core, each named for what it does:
+
+- ``tensor_methods.py`` (546 lines): the operator, reduction, shape and
+  conversion methods (``x + y``, ``x.sum()``, ``x.view(...)``, ``x.to(...)``),
+  each a one-line call into an op; ``Tensor`` inherits them.
+- ``from_data.py`` (51 lines): Python data (nested lists, numbers, arrays) to an array: the rules of ``tensor()``.
+- ``op_errors.py`` (85 lines): a failed ``forward`` named by op and operands, and the line of the user's code.
+- ``version_checks.py`` (65 lines): which saved arrays backward checks against which version counters.
+- ``dtype_policy_casts.py`` (30 lines): an op's arguments cast as the dtype policy (autocast) asks.
+- ``shape_args.py`` (42 lines): size arguments of the shape ops, ``-1`` inferred.
+- ``inplace_ops.py`` (77 lines): ``add_``, ``sub_``, ``mul_``, ``div_``, ``x[key] = v``, ``fill_``, ``zero_``, ``copy_``, by ``inplace.py``'s rules.
+- ``inplace_writes.py`` (46 lines): writing into memory unrecorded, and NumPy's refusals as clear errors.
+- ``gradcheck_result.py`` (35 lines): what ``gradcheck`` reports, and its error.
+- ``backward_steps.py`` (153 lines): what the backward pass does besides its algorithm: a
+  node's ``backward`` run and checked, a gradient stored in ``.grad`` without a needless copy, the seed.
+
 The op catalogue: every op is a :class:`Function` built as ``function.py``
 shows, its non-trivial rule in ``grad_rules.py``; read one or two (``Mul``,
 ``Relu``, ``Sum``), look the rest up when you need them:
@@ -40,11 +58,16 @@ shows, its non-trivial rule in ``grad_rules.py``; read one or two (``Mul``,
 - ``ops_elementwise.py`` (591 lines): arithmetic, activations, comparisons.
   GELU's ``erf`` approximation is there for PyTorch compatibility.
 - ``ops_reduce.py`` (263 lines): sum, mean, max/min, var/std, argmax.
-- ``ops_matmul.py`` (103 lines): ``a @ b`` with 1-D and batched operands.
-- ``ops_nn.py`` (160 lines): softmax, log_softmax, logsumexp (max subtracted
-  first), one_hot, pad.
+- ``ops_matmul.py`` (104 lines): ``a @ b`` with 1-D and batched operands.
+- ``ops_nn.py`` (146 lines): softmax, logsumexp (max subtracted first),
+  ``log_softmax`` (its node is in ``ops_log_softmax.py``), one_hot, pad.
 - ``ops_index.py`` (152 lines): ``x[key]`` (basic keys give views) and recorded ``x[key] = v``.
+- ``ops_squeeze.py`` (56 lines): squeeze, unsqueeze, flatten: reshapes named by the dimensions they change.
+- ``ops_join.py`` (121 lines): cat, stack, split, chunk.
 - ``ops_convert.py`` (67 lines): casts, device moves, copies.
+- ``strided_arrays.py`` (136 lines): the arrays of permute/expand/view/contiguous,
+  built from ``strides.py`` when its functions are replaced (chapter 03's
+  ``use_exercise``), NumPy's own ops otherwise (the speed path).
 - ``factories.py`` (245 lines): ``tensor``, ``zeros``, ``randn``, ``arange``... with PyTorch's signatures.
 - ``dtypes.py`` (178 lines): the six dtypes and PyTorch's promotion rules (chapter 03, section 9).
 - ``printing.py`` (78 lines): ``repr`` in PyTorch's style.
@@ -58,6 +81,9 @@ precision, checkpointing), which plug in here instead of patching the core:
 - ``dispatch.py`` (128 lines): a device type's own kernel for an op.
 - ``hooks.py`` (281 lines): allocation observers and the dtype policy (autocast).
 - ``bfloat16_compute.py`` (102 lines): ops on bfloat16 data computed in float32, rounded once.
+- ``fast_float16.py`` (43 lines): speed path — float16 matrix products on the
+  CPU computed in float32 (NumPy's own are ~200x slower), equal to the clear
+  rules' results rounded to float16.
 - ``cast_cache.py`` (100 lines): each weight cast once per autocast region.
 - ``saved_tensors.py`` (122 lines): ``saved_tensors_hooks``, pack/unpack around
   what backward keeps (checkpointing, offloading).
@@ -194,22 +220,9 @@ from minigrad.tensor.ops_index import getitem
 from minigrad.tensor.ops_matmul import matmul
 from minigrad.tensor.ops_nn import log_softmax, logsumexp, one_hot, pad, softmax
 from minigrad.tensor.ops_reduce import all, amax, amin, any, argmax, argmin, max, mean, min, std, sum, var
-from minigrad.tensor.ops_shape import (
-    cat,
-    chunk,
-    concatenate,
-    contiguous,
-    expand,
-    flatten,
-    permute,
-    reshape,
-    split,
-    squeeze,
-    stack,
-    transpose,
-    unsqueeze,
-    view,
-)
+from minigrad.tensor.ops_join import cat, chunk, concatenate, split, stack
+from minigrad.tensor.ops_shape import contiguous, expand, permute, reshape, transpose, view
+from minigrad.tensor.ops_squeeze import flatten, squeeze, unsqueeze
 from minigrad.tensor.rng import default_generator, fork_rng, generator_for, get_rng_state, manual_seed, set_rng_state
 
 cpu = device("cpu")

@@ -1,48 +1,67 @@
-"""The backward pass: walk the graph from the output to the leaves, applying the chain rule.
+"""The backward pass: walk the graph from the output to the leaves, applying the chain rule (exercise 4.5).
 
 ``loss.backward()`` does three things:
 
 1. order the graph's nodes so that each node comes after every node it was
-   computed from (a topological order, found iteratively so deep graphs do not
-   hit Python's recursion limit);
+   computed from (:func:`topological_order`: chapter 01's iterative sort,
+   exercise 1.4, on tensor nodes);
 2. visit them in *reverse* order, starting with d(loss)/d(loss) = 1: each node
    turns the gradient of its output into gradients of its inputs
-   (``node.backward(grad)``); gradients arriving at a node from several
-   consumers are added up before it is visited;
-3. at the leaves, ``AccumulateGrad`` adds the result into ``leaf.grad``.
+   (``input_gradients``); gradients arriving at a node from several
+   consumers are added up before it is visited (:func:`run_backward`, the
+   exercise);
+3. at the leaves, the result is added into ``leaf.grad``.
+
+What is not the algorithm — checking what each ``backward`` returned, storing
+a gradient into ``.grad`` without a needless copy, the seed's checks — is in
+:mod:`.backward_steps`.
 
 Invariants
 - A node is visited once per backward call, after all its consumers.
 - Leaves accumulate: ``.grad`` keeps growing across backward calls until
-  you reset it (``x.grad = None`` or ``optimizer.zero_grad()``).
+  you reset it (``x.grad = None`` or ``optimizer.zero_grad()``). A non-leaf
+  gets a ``.grad`` only if it called ``retain_grad()``.
 - Unless ``retain_graph=True``, each visited node drops its saved tensors;
   a second backward through it raises.
 - A gradient stored in ``.grad`` never shares memory with another tensor:
   a fresh array made during the pass is adopted as is, anything else is copied.
+- Nothing here recurses: a graph tens of thousands of ops deep is fine.
 """
 
 from __future__ import annotations
 
-from minigrad.tensor import anomaly as _anomaly
-from minigrad.tensor import bfloat16_compute as _bf16
-from minigrad.tensor import grad_rules, hooks
-from minigrad.tensor.backend import array_module
-from minigrad.tensor.errors import ShapeError
+from minigrad.tensor import backward_steps
+from minigrad.tensor.backward_steps import add_grad, input_gradients, store_grad
 from minigrad.tensor.function import AccumulateGrad
-from minigrad.tensor.tensor import Tensor, make_tensor
+from minigrad.tensor.tensor import Tensor
 
-__all__ = ["backward", "topological_order"]
+__all__ = ["backward", "topological_order", "run_backward"]
 
 
 def topological_order(root) -> list:
-    """Every node reachable from ``root`` through ``_parents``, each listed after all of its parents.
+    """Every node reachable from ``root`` through ``_parents``, each listed after all of its parents; ``root`` last.
 
     Iterative depth-first search with an explicit stack of ``(node, parents_done)``
-    pairs, like ``minigrad.scalar.topological_order``. Parents that are falsy
-    (``None`` for inputs that need no gradient, ``NOT_A_TENSOR`` for plain
-    arguments) are skipped. The rule lives in :mod:`.grad_rules` (exercise 4.5).
+    pairs, as ``minigrad.scalar.topological_order`` (exercise 1.4). Parents that
+    are falsy (``None`` for inputs that need no gradient, ``NOT_A_TENSOR`` for
+    plain arguments) are skipped.
     """
-    return grad_rules.topological_order(root)
+    order = []
+    visited = set()
+    stack = [(root, False)]
+    while stack:
+        node, parents_done = stack.pop()
+        if parents_done:
+            order.append(node)
+            continue
+        if node in visited:
+            continue
+        visited.add(node)
+        stack.append((node, True))
+        for parent in node._parents:
+            if parent and parent not in visited:
+                stack.append((parent, False))
+    return order
 
 
 def backward(tensor: Tensor, gradient=None, retain_graph: bool = False) -> None:
@@ -58,104 +77,58 @@ def backward(tensor: Tensor, gradient=None, retain_graph: bool = False) -> None:
             f"is nothing to differentiate. Create the inputs with requires_grad=True (and do not compute "
             f"the loss inside no_grad())"
         )
-    seed = _seed(tensor, gradient)
-    observed = bool(hooks.observers)  # report the gradients in flight as temporaries
-    if observed:
-        hooks.track(seed, hooks.TEMPORARY, tensor._device)
+    seed = backward_steps.seed_gradient(tensor, gradient)
     root = tensor.grad_fn if tensor.grad_fn is not None else tensor._accumulate_grad_node()
-    grads = {root: seed}
-    adopted: set[int] = set()
-    for node in reversed(grad_rules.topological_order(root)):
+    with backward_steps.one_pass(tensor._device):
+        run_backward(root, seed, retain_graph)
+
+
+def run_backward(root, seed, retain_graph: bool) -> None:
+    """Send ``seed`` (d(final)/d(root's output)) backwards through the graph under ``root``.
+
+    Nodes are ``t.grad_fn`` objects and the ``AccumulateGrad`` node of each leaf
+    that requires grad. ``node._parents`` holds one entry per argument of the
+    op's forward: the node that input came from, or a falsy value where no
+    gradient flows (an input that needs none, a number, a dim).
+
+    - Each node is visited once, after every node that consumed its output
+      (the order is :func:`topological_order`'s, read backwards), with the
+      *sum* of what all its consumers sent it: a tensor used twice gets both
+      contributions. ``input_gradients(node, grad)`` turns a node's gradient
+      into one gradient (or None) per entry of ``_parents``.
+    - A leaf's gradient ends in its ``.grad`` (``node.variable`` is the leaf,
+      None if it no longer exists): the first gradient is stored
+      (``store_grad``), later ones, in this or a later backward call, are
+      added to it (``add_grad``). A non-leaf keeps its gradient in the same
+      way only if it called ``retain_grad()``: then ``node._retain()`` returns it.
+    - Unless ``retain_graph``, a visited node forgets what it saved (set its
+      ``_saved`` to None), so its memory is freed; a second backward through
+      it then raises the library's error.
+    - No recursion: loops only, so a graph 20,000 ops deep works.
+    """
+    ### BEGIN SOLUTION 4.5 | keep a running sum of gradient per node; visit the nodes consumers-first; leaves (and retain_grad tensors) store or add their gradient; others pass theirs to their parents; free what was saved unless asked to keep it
+    grads = {root: seed}  # node -> d(final)/d(its output), summed over the consumers visited so far
+    for node in reversed(topological_order(root)):
         grad = grads.pop(node, None)
-        if grad is None:
+        if grad is None:  # no gradient flows through this node
             continue
         if type(node) is AccumulateGrad:
-            leaf = node._variable()
-            if leaf is not None:
-                if _anomaly.enabled:
-                    _anomaly.check_leaf_gradient(leaf, grad)
-                _accumulate(leaf, grad, adopted)
+            receiver = node.variable  # the leaf
+        elif node._retain is not None:
+            receiver = node._retain()  # a non-leaf that called retain_grad()
+        else:
+            receiver = None
+        if receiver is not None:
+            if receiver.grad is None:
+                store_grad(receiver, grad)
+            else:
+                add_grad(receiver, grad)
+        if type(node) is AccumulateGrad:
             continue
-        if node._retain is not None:
-            kept = node._retain()
-            if kept is not None:
-                _accumulate(kept, grad, adopted)
-        input_grads = node.backward(grad) if not node._bf16 else _bf16.backward(node, grad)
-        if type(input_grads) is not tuple:
-            input_grads = (input_grads,)
-        if _anomaly.enabled:
-            _anomaly.check_backward(node, grad, input_grads)
-        parents = node._parents
-        if len(input_grads) != len(parents):
-            raise RuntimeError(
-                f"{node.name}: backward returned {len(input_grads)} gradients but forward had "
-                f"{len(parents)} inputs; return one gradient (or None) per input"
-            )
-        for parent, g in zip(parents, input_grads):
-            if not parent or g is None:  # no gradient flows there (a constant, or requires_grad=False)
-                continue
-            if g.shape != parent.output_shape:
-                raise ShapeError(
-                    f"{node.name}: backward returned a gradient of shape {tuple(g.shape)} for an input of "
-                    f"shape {tuple(parent.output_shape)}; a gradient must have its input's shape "
-                    f"(sum over broadcast dimensions with unbroadcast)"
-                )
-            previous = grads.get(parent)
-            grads[parent] = g if previous is None else previous + g
-            if observed:  # a leaf's gradient usually becomes its .grad as is
-                tag = hooks.GRADIENT if type(parent) is AccumulateGrad else hooks.TEMPORARY
-                hooks.track(g, tag, node._device or tensor._device)
-                hooks.track(grads[parent], tag, node._device or tensor._device)
+        for parent, parent_grad in zip(node._parents, input_gradients(node, grad)):
+            if parent and parent_grad is not None:
+                earlier = grads.get(parent)
+                grads[parent] = parent_grad if earlier is None else earlier + parent_grad
         if not retain_graph:
             node._saved = None
-
-
-def _seed(tensor: Tensor, gradient):
-    data = tensor._data
-    if gradient is None:
-        if data.size != 1:
-            raise RuntimeError(
-                f"backward: grad can be implicitly created only for one-element outputs, this one has shape "
-                f"{tensor.shape}. Reduce it to a scalar first (loss = out.sum() or out.mean()), or pass "
-                f"gradient=d(final)/d(out) with the same shape"
-            )
-        return array_module(data).ones(data.shape, dtype=data.dtype)
-    if not isinstance(gradient, Tensor):
-        gradient = Tensor(gradient, dtype=tensor.dtype, device=tensor.device)
-    if gradient.shape != tensor.shape:
-        raise ShapeError(
-            f"backward: gradient has shape {gradient.shape} but the tensor has shape {tensor.shape}; "
-            f"they must match"
-        )
-    if gradient.device is not tensor.device:
-        raise ShapeError(f"backward: gradient is on {gradient.device} but the tensor is on {tensor.device}")
-    return gradient._data.astype(data.dtype, copy=True)
-
-
-def _own(array, adopted: set[int]):
-    """``array`` itself if this pass made it and nobody else holds it, otherwise a copy."""
-    root = array if array.base is None else hooks._root(array)
-    if id(root) not in adopted and getattr(array.flags, "writeable", True) and root.flags.owndata:
-        adopted.add(id(root))
-        return array
-    return array.copy()
-
-
-def _accumulate(leaf: Tensor, grad, adopted: set[int]) -> None:
-    """``leaf.grad += grad``, adopting ``grad`` without a copy the first time when it is safe."""
-    if grad.dtype != leaf._data.dtype:
-        grad = grad.astype(leaf._data.dtype)
-    if grad.shape != leaf._data.shape:
-        raise ShapeError(f"AccumulateGrad: gradient of shape {grad.shape} for a leaf of shape {leaf.shape}")
-    current = leaf._grad
-    if current is None:
-        if leaf._data.flags.c_contiguous and not grad.flags.c_contiguous:
-            # as in PyTorch, a gradient takes its leaf's layout: optimizer updates then run over
-            # matching memory (mixing C- and Fortran-ordered operands makes them several times slower)
-            grad = array_module(grad).ascontiguousarray(grad)
-        leaf._grad = make_tensor(_own(grad, adopted), leaf._device, tag=hooks.GRADIENT)
-        if hooks.observers:  # a gradient in flight adopted as .grad: it is a gradient now
-            hooks.retag(leaf._grad._data, hooks.GRADIENT, (hooks.TEMPORARY,))
-    else:
-        current._data += grad
-        current._version_counter.value += 1
+    ### END SOLUTION

@@ -14,58 +14,26 @@ An op is a subclass of :class:`Function` with two methods::
     y = Mul.apply(x, w)                    # tensors in, tensor out
 
 ``apply`` unwraps the tensors, runs ``forward`` on their arrays and wraps the
-result. When autograd is recording (some input requires grad and we are not
-inside ``no_grad()``), the ``ctx`` object that ``forward`` filled in becomes
-the output's ``grad_fn``: a node of the graph that ``backward()`` walks.
+result. When autograd is recording (some input requires grad, not inside
+``no_grad()``), the ``ctx`` that ``forward`` filled in becomes the output's
+``grad_fn``: a graph node with ``name`` (``"MulBackward"``), ``op``
+(``"mul"``), ``output_shape``, ``saved_tensors`` and, as in PyTorch,
+``next_functions``: one ``(parent, 0)`` per tensor input, ``parent`` being the
+input's ``grad_fn``, the :class:`AccumulateGrad` node of a leaf that requires
+grad, or ``None``. The graph keeps what ``save_for_backward`` kept, not outputs.
 
-**Walking the graph** (what a graph drawer needs). Start from ``y.grad_fn``:
-
-- ``node.name``: ``"MulBackward"``, ``"MatmulBackward"``, ... or
-  ``"AccumulateGrad"`` for the node that deposits a leaf's gradient;
-- ``node.next_functions``: one ``(parent_node, 0)`` pair per tensor input of
-  the op, as in PyTorch; ``parent_node`` is the input's ``grad_fn``, its
-  ``AccumulateGrad`` node if it is a leaf that requires grad, or ``None`` if no
-  gradient flows to that input (``requires_grad=False``). Plain arguments
-  (numbers, dims, index keys) do not appear;
-- ``node.variable`` (``AccumulateGrad`` only): the leaf tensor itself;
-- ``node.output_shape`` / ``node.output_dtype``: what the op produced; ``node.op``:
-  the op's short name (``"mul"``); ``node.saved_tensors``: the arrays it keeps alive.
-
-The graph does not keep op *outputs* alive (only what ``save_for_backward``
-kept), so memory can be reclaimed as in PyTorch.
-
-Deviations from PyTorch, on purpose: ``forward``/``backward`` see raw backend
-arrays (NumPy/CuPy), not Tensors, because minigrad has no higher-order
-gradients; ``saved_tensors`` therefore holds arrays. ``backward`` returns one
-gradient per argument of ``forward`` (``None`` for plain arguments and for
-inputs that need no gradient: see ``ctx.needs_input_grad``),
-must not modify ``grad`` in place, and must return new arrays or views of
-``grad`` (never an array it saved: the caller may adopt what it returns as a
-leaf's ``.grad``).
-
-**Saved tensors and versions.** ``save_for_backward`` records the version of
-every input/output whose buffer a saved array uses (the array itself, or a
-view of it, such as conv's im2col of a 1x1 kernel); if an in-place op changes
-one of them before ``backward``, reading ``ctx.saved_tensors`` raises an error
-naming the node. After ``backward()`` the saved arrays are released (unless
-``retain_graph=True``), so a second backward through the same nodes raises.
-Inside ``saved_tensors_hooks(pack, unpack)`` (:mod:`.saved_tensors`) a node
-keeps ``pack(t)`` instead of each saved array and ``saved_tensors`` returns
-what ``unpack`` gives back; the version checks run all the same.
-
-**Errors.** NumPy's errors inside ``forward`` become a ``ShapeError`` /
-``DTypeError`` naming the op and its operands. When the error comes from the
-user's own code (their Function, or an exercise plugged in with
-``use_exercise``) it is chained (``from exc``) and the message names the
-user's file and line.
+Unlike PyTorch, ``forward``/``backward`` see backend arrays, not Tensors (no
+higher-order gradients). ``backward`` returns one gradient per argument of
+``forward`` (``None`` for plain arguments and where ``ctx.needs_input_grad``
+is False), never modifies ``grad`` in place and never returns an array it saved.
+Reading ``ctx.saved_tensors`` raises if an in-place op changed a saved tensor
+(:mod:`.version_checks`) or a first ``backward()`` freed them (no ``retain_graph``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import sysconfig
 import weakref
 
 import numpy as np
@@ -73,17 +41,18 @@ import numpy as np
 from minigrad.tensor import anomaly as _anomaly
 from minigrad.tensor import bfloat16_compute as _bf16
 from minigrad.tensor import hooks
+from minigrad.tensor import op_errors as _op_errors
 from minigrad.tensor import saved_tensors as _saved_tensors
 from minigrad.tensor.backend import DeviceError
 from minigrad.tensor.dtypes import bfloat16
 from minigrad.tensor.dispatch import OP_IMPLS as _op_impls
 from minigrad.tensor.dispatch import bind_forward as _bind_forward
-from minigrad.tensor.errors import DTypeError, ShapeError, describe
+from minigrad.tensor.dtype_policy_casts import policy_casts
+from minigrad.tensor.errors import DTypeError, ShapeError
 from minigrad.tensor.tensor import Tensor, VersionCounter, init_tensor
+from minigrad.tensor.version_checks import freed_error, modified_error, version_checks
 
-__all__ = [
-    "Function", "AccumulateGrad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-]
+__all__ = ["Function", "AccumulateGrad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
 
 
 class _GradMode:
@@ -224,19 +193,10 @@ class Function:
         """The arrays given to ``save_for_backward``, after checking none was modified in place since."""
         saved = ctx._saved
         if saved is None:
-            raise RuntimeError(
-                f"{ctx.name}: trying to backward through the graph a second time: the tensors it saved "
-                f"were freed by the first backward(). Pass retain_graph=True to the first backward() "
-                f"if you need to call backward twice, or recompute the forward pass"
-            )
+            raise freed_error(ctx)
         for index, counter, expected, shape in ctx._checks:
             if counter.value != expected:
-                raise RuntimeError(
-                    f"one of the tensors needed for gradient computation (saved by {ctx.name}, shape "
-                    f"{tuple(shape)}) was modified by an in-place operation: version "
-                    f"{counter.value}, expected {expected}. Fix: do not modify it in place after "
-                    f"using it (write x = x + y instead of x += y), or .clone() it before the in-place op"
-                )
+                raise modified_error(ctx, counter.value, expected, shape)
         if ctx._unpack is not None:  # packed by saved-tensor hooks: the unpack hook gives the arrays back
             return _saved_tensors.unpack_saved(ctx)
         return saved
@@ -260,7 +220,7 @@ class Function:
     def apply(cls, *args, **kwargs) -> Tensor:
         """Run the op on tensors (and plain values) and, when recording, attach the node to the output."""
         if hooks.policy is not None and not cls.skip_dtype_policy:
-            args = _apply_dtype_policy(cls, args)
+            args = policy_casts(cls, args)
         ctx = _new(cls)
         arrays = []
         parents = []
@@ -281,7 +241,7 @@ class Function:
                 if device is None:
                     device = a._device
                 elif a._device is not device:
-                    raise _device_error(cls, args)
+                    raise _op_errors.device_error(cls, args)
             else:
                 arrays.append(a)
                 parents.append(NOT_A_TENSOR)
@@ -294,16 +254,9 @@ class Function:
                 out = forward(*arrays, **kwargs)
         except (ShapeError, DTypeError, DeviceError, NotImplementedError):
             raise
-        except (ValueError, TypeError, IndexError) as exc:
-            where = user_frame(exc.__traceback__)
-            if where is None and cls.__module__.startswith("minigrad."):  # NumPy refused: our message says it all
-                raise ctx.explain_error(exc, args, kwargs) from None
-            # the error comes from the user's code (their Function, or an exercise plugged in with
-            # use_exercise): keep their traceback and name their line
-            error = ctx.explain_error(exc, args, kwargs)
-            if where is not None:
-                error.args = (f"{error.args[0] if error.args else ''} (raised in your code at {where})",)
-            raise error from exc
+        except (ValueError, TypeError, IndexError) as exc:  # named by op and operands (see op_errors.py)
+            error, in_user_code = _op_errors.forward_error(ctx, exc, args, kwargs)
+            raise error from (exc if in_user_code else None)
         if ctx.out_device is not None:
             device = ctx.out_device
         if isinstance(out, np.generic):  # NumPy turns 0-d results into scalars; keep arrays
@@ -325,7 +278,7 @@ class Function:
             ctx.output_dtype = out.dtype
             result = init_tensor(_new(Tensor), out, device, True, ctx, version, base)
             if ctx._saved:
-                ctx._checks = _version_checks(ctx._saved, args, result)
+                ctx._checks = version_checks(ctx._saved, args, result)
                 if _saved_tensors.stack:
                     _saved_tensors.pack_saved(ctx, device)
             if hooks.observers:
@@ -338,100 +291,5 @@ class Function:
         return result
 
     def explain_error(ctx, exc: Exception, args, kwargs) -> Exception:
-        """Turn a NumPy error inside ``forward`` into one that names the op and its operands."""
-        operands = ", ".join(describe(a) for a in args)
-        options = "".join(f", {k}={v!r}" for k, v in kwargs.items())
-        text = f"{ctx.op}: cannot apply to ({operands}{options}): {exc}"
-        if isinstance(exc, ValueError):
-            return ShapeError(text)
-        if isinstance(exc, IndexError):
-            return IndexError(text)
-        return DTypeError(text)
-
-
-def _library_folders() -> tuple[str, ...]:
-    """Folders whose files are not the user's: this package, NumPy's, the standard library and site-packages."""
-    folders = {os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(np.__file__)}
-    paths = sysconfig.get_paths()
-    folders.update(paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths)
-    return tuple(os.path.join(os.path.realpath(f), "") for f in folders)
-
-
-_LIBRARY_FOLDERS: tuple[str, ...] | None = None
-
-
-def user_frame(tb) -> str | None:
-    """``"file:line, in function"`` of the innermost frame of traceback ``tb`` in the user's code, or None.
-
-    The user's code is any file outside minigrad, NumPy and the Python
-    installation: a learner's exercise file plugged in with ``use_exercise``,
-    a script, a notebook cell.
-    """
-    global _LIBRARY_FOLDERS
-    if _LIBRARY_FOLDERS is None:
-        _LIBRARY_FOLDERS = _library_folders()
-    found = None
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        path = os.path.realpath(code.co_filename) if not code.co_filename.startswith("<") else code.co_filename
-        if not path.startswith(_LIBRARY_FOLDERS) and not code.co_filename.startswith("<frozen"):
-            found = f"{code.co_filename}:{tb.tb_lineno}, in {code.co_name}"
-        tb = tb.tb_next
-    return found
-
-
-def _version_checks(saved, args, result) -> tuple:
-    """(index, version counter, version now, shape) for each saved array that uses an input's or the output's buffer.
-
-    A saved array is checked against a tensor when it *is* the tensor's data or
-    shares its buffer: a view of an input (conv's im2col of a 1x1 kernel) or
-    the array the output is a view of (``amax(dim)``'s kept-dims result).
-    """
-    checks = []
-    tensors = None
-    for i, array in enumerate(saved):
-        if array is result._data:
-            checks.append((i, result._version_counter, result._version_counter.value, array.shape))
-            continue
-        for a in args:
-            if isinstance(a, Tensor) and a._data is array:
-                checks.append((i, a._version_counter, a._version_counter.value, array.shape))
-                break
-        else:
-            if getattr(array, "base", None) is None and not hasattr(array, "shape"):
-                continue  # a number or None, not a buffer
-            if tensors is None:  # (root of the buffer, tensor) for the output and every tensor input
-                tensors = [(hooks._root(result._data), result)]
-                tensors += [(hooks._root(a._data), a) for a in args if isinstance(a, Tensor)]
-            root = hooks._root(array)
-            for buffer, t in tensors:
-                if buffer is root:
-                    checks.append((i, t._version_counter, t._version_counter.value, array.shape))
-                    break
-    return tuple(checks)
-
-
-def _device_error(cls, args) -> DeviceError:
-    tensors = [a for a in args if isinstance(a, Tensor)]
-    where = ", ".join(f"{t.shape} on {t.device}" for t in tensors)
-    first = tensors[0].device
-    return DeviceError(
-        f"{cls.op}: expected all tensors on the same device, got {where}. "
-        f"Move them with .to('{first}') (or put everything on one device before the op)"
-    )
-
-
-def _apply_dtype_policy(cls, args) -> tuple:
-    dtypes = tuple(a._data.dtype for a in args if isinstance(a, Tensor))
-    target = hooks.policy(cls.op, dtypes)
-    if target is None:
-        return args
-    from minigrad.tensor.cast_cache import cached_cast
-    from minigrad.tensor.dtypes import as_dtype, is_floating_point
-
-    target = as_dtype(target)
-    return tuple(
-        cached_cast(a, target) if isinstance(a, Tensor) and is_floating_point(a._data.dtype) and a._data.dtype != target else a
-        for a in args
-    )
-
+        """The error to raise when NumPy refused ``forward``: it names the op and its operands (ops may refine it)."""
+        return _op_errors.explain_error(ctx, exc, args, kwargs)

@@ -4,9 +4,10 @@ Every op of :mod:`minigrad.tensor` has a ``backward`` that turns the gradient
 of its output into gradients of its inputs. Most are one line (``d(a*b)/da =
 b``) and live next to their op. The rules gathered here are the ones with an
 idea in them: summing a gradient back over broadcast dimensions, the two
-matrix products of a matmul, spreading a reduction's gradient back over what
-it reduced, the log-softmax Jacobian, and the order in which the backward pass
-visits the graph.
+matrix products of a matmul, and spreading a reduction's gradient back over
+what it reduced (exercises 4.1-4.3). Exercise 4.4 writes a whole op
+(:mod:`.ops_log_softmax`), exercise 4.5 the backward pass itself
+(:mod:`.autograd`).
 
 They are plain functions on *backend arrays* (NumPy ``ndarray``s on the CPU):
 no Tensors, no graph. The ops call them through this module at call time
@@ -20,33 +21,17 @@ Conventions (the checks of chapter 04 rely on them):
   ``grad``;
 - each returned gradient has exactly the shape of the input it belongs to;
 - ``dim`` arguments arrive normalised by the op: ``None`` or a sorted tuple of
-  non-negative dimension indices for reductions, one non-negative int for
-  ``log_softmax``.
+  non-negative dimension indices for reductions.
+
+Speed paths live elsewhere: float16 products on the CPU are computed in
+float32 by :mod:`.fast_float16`, which calls these rules.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from minigrad.tensor.backend import array_module
 
-__all__ = [
-    "unbroadcast", "matmul_backward", "sum_backward", "mean_backward", "log_softmax_backward",
-    "topological_order", "product",
-]
-
-_FLOAT16 = np.dtype(np.float16)
-
-
-def product(a, b):
-    """``a @ b`` on backend arrays; NumPy float16 operands are multiplied in float32 and rounded back.
-
-    NumPy has no fast float16 matmul (it is ~200x slower than float32), so we
-    accumulate in float32 as GPU tensor cores do. For any other dtype this is ``a @ b``.
-    """
-    if a.dtype is _FLOAT16 and isinstance(a, np.ndarray):
-        return (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
-    return a @ b
+__all__ = ["unbroadcast", "matmul_backward", "sum_backward", "mean_backward"]
 
 
 # --------------------------------------------------------------------------- 4.1 broadcasting
@@ -66,7 +51,7 @@ def unbroadcast(grad, shape):
     """
     if grad.shape == shape:
         return grad
-    ### BEGIN SOLUTION 4.1 | axes = the leading grad.ndim - len(shape) dimensions, plus every dimension where shape has 1 and grad does not; sum them with keepdims=True, then reshape to shape
+    ### BEGIN SOLUTION 4.1 | find the dimensions the operand was copied along (prepended ones, stretched size-1 ones) and add the copies up
     extra = grad.ndim - len(shape)
     axes = tuple(range(extra)) + tuple(
         extra + i for i, size in enumerate(shape) if size == 1 and grad.shape[extra + i] != 1
@@ -81,45 +66,35 @@ def unbroadcast(grad, shape):
 def matmul_backward(grad, a, b, need_a: bool = True, need_b: bool = True):
     """Gradients ``(grad_a, grad_b)`` of ``out = a @ b`` (NumPy's matmul rules), given ``grad = d(loss)/d(out)``.
 
-    For matrices, ``out[i, j] = sum_k a[i, k] b[k, j]``, so ``grad_a = grad @ b.T``
-    (shape ``(n, k)``, like ``a``) and ``grad_b = a.T @ grad`` (``(k, m)``, like ``b``):
-    the only products whose shapes fit. The other cases reduce to that one:
+    For matrices, ``out[i, j] = sum_k a[i, k] b[k, j]``: each gradient is
+    again a matrix product of ``grad`` with the *other* operand, and the
+    shapes leave one way to write each (``grad_a`` has ``a``'s shape ``(n, k)``,
+    ``grad_b`` has ``b``'s ``(k, m)``). The other cases reduce to that one:
 
-    - a 1-D ``a`` is a row ``(1, k)`` and a 1-D ``b`` a column ``(k, 1)``; the
-      size-1 dimension is missing from ``out`` (and so from ``grad``): put it
-      back before multiplying, remove it from the result;
+    - a 1-D ``a`` acts as a row ``(1, k)`` and a 1-D ``b`` as a column
+      ``(k, 1)``; that size-1 dimension is missing from ``out`` (and so from
+      ``grad``): put it back before multiplying, drop it from the result;
     - dimensions before the last two are batch dimensions: the products are
-      batched (``swapaxes(-1, -2)`` transposes every matrix of a batch), and
-      batch dimensions that were broadcast are summed back with ``unbroadcast``.
+      batched (transpose only the last two dimensions of each operand), and
+      batch dimensions that were broadcast are summed back with
+      :func:`unbroadcast` (exercise 4.1).
 
     ``need_a`` / ``need_b`` False: that gradient is not wanted; return None in
-    its place (and save a product). Use :func:`product` instead of ``@`` to
-    keep float16 fast on the CPU.
+    its place (and save a product).
     """
-    ### BEGIN SOLUTION 4.2 | 2-D: grad_a = grad @ b.T, grad_b = a.T @ grad; a 1-D a is a row (1, k), a 1-D b a column (k, 1): put the missing axis back into grad (grad[..., None, :] / grad[..., None]), multiply with swapaxes(-1, -2) for batches, unbroadcast to the 2-D operand's shape, then reshape to a.shape / b.shape
-    if a.ndim == 2 and b.ndim == 2:  # the common case, without any reshaping
-        ga = product(grad, b.T) if need_a else None
-        gb = None
-        if need_b:  # laid out like b: for b = W.T (Linear) that is W's own layout, so no copy later
-            gb = product(grad.T, a).T if b.flags.f_contiguous and not b.flags.c_contiguous else product(a.T, grad)
-        return ga, gb
-    a2 = a.reshape(1, -1) if a.ndim == 1 else a
-    b2 = b.reshape(-1, 1) if b.ndim == 1 else b
-    if a.ndim == 1:
+    ### BEGIN SOLUTION 4.2 | each gradient is grad times the other operand, transposed in its last two dimensions; treat 1-D operands as a row / a column, then unbroadcast the batch dimensions
+    a2 = a.reshape(1, -1) if a.ndim == 1 else a  # a row
+    b2 = b.reshape(-1, 1) if b.ndim == 1 else b  # a column
+    if a.ndim == 1:  # out lost the row dimension: put it back
         grad = grad[..., None, :] if b.ndim > 1 else grad[..., None]
-    if b.ndim == 1:
+    if b.ndim == 1:  # out lost the column dimension
         grad = grad[..., None]
-    ga = gb = None
+    grad_a = grad_b = None
     if need_a:
-        ga = unbroadcast(product(grad, b2.swapaxes(-1, -2)), a2.shape).reshape(a.shape)
+        grad_a = unbroadcast(grad @ b2.swapaxes(-1, -2), a2.shape).reshape(a.shape)
     if need_b:
-        if b2.ndim == 2 and a2.ndim > 2:  # one weight matrix for a whole batch: one big product
-            k = a2.shape[-1]
-            gb = product(a2.reshape(-1, k).T, grad.reshape(-1, grad.shape[-1]))
-        else:
-            gb = unbroadcast(product(a2.swapaxes(-1, -2), grad), b2.shape)
-        gb = gb.reshape(b.shape)
-    return ga, gb
+        grad_b = unbroadcast(a2.swapaxes(-1, -2) @ grad, b2.shape).reshape(b.shape)
+    return grad_a, grad_b
     ### END SOLUTION
 
 
@@ -141,7 +116,7 @@ def sum_backward(grad, input_shape: tuple, dim, keepdim: bool):
     is 0-d, or all 1s with keepdim) or a sorted tuple of non-negative dims.
     The result may be a broadcast view of ``grad`` (read-only, no copy).
     """
-    ### BEGIN SOLUTION 4.3 | put the reduced dimensions back as size 1 (unless keepdim, or dim is None): grad.reshape(_kept_shape(input_shape, dim)); then stretch to the input: array_module(grad).broadcast_to(grad, input_shape)
+    ### BEGIN SOLUTION 4.3 | give grad the reduced dimensions back (size 1) unless they are still there, then stretch it to the input's shape without copying
     if not keepdim and dim is not None:
         grad = grad.reshape(_kept_shape(input_shape, dim))
     return array_module(grad).broadcast_to(grad, input_shape)
@@ -150,7 +125,7 @@ def sum_backward(grad, input_shape: tuple, dim, keepdim: bool):
 
 def mean_backward(grad, input_shape: tuple, dim, keepdim: bool):
     """Gradient of ``x.mean(dim, keepdim)``: as for the sum, but each of the ``n`` averaged elements gets ``grad / n``."""
-    ### BEGIN SOLUTION 4.3 | n = the product of input_shape over the reduced dims (all of them when dim is None); then as for sum_backward, with grad / n
+    ### BEGIN SOLUTION 4.3 | as for the sum, with each element's share of the average: count how many elements each mean took
     n = 1
     for i, size in enumerate(input_shape):
         if dim is None or i in dim:
@@ -159,56 +134,4 @@ def mean_backward(grad, input_shape: tuple, dim, keepdim: bool):
     if not keepdim and dim is not None:
         grad = grad.reshape(_kept_shape(input_shape, dim))
     return array_module(grad).broadcast_to(grad, input_shape)
-    ### END SOLUTION
-
-
-# --------------------------------------------------------------------------- 4.4 log_softmax
-
-
-def log_softmax_backward(grad, output, dim: int):
-    """Gradient of ``y = log_softmax(x, dim)`` with respect to ``x``, from ``grad = d(loss)/dy`` and ``output = y``.
-
-    ``y_i = x_i - log sum_j exp(x_j)``, so ``dy_i/dx_j = [i == j] - softmax(x)_j``
-    and ``dx_j = grad_j - softmax(x)_j * sum_i grad_i`` (sums along ``dim``).
-    ``softmax(x) = exp(y)``: the output is all the op needs to keep, and
-    ``exp(y) <= 1`` never overflows.
-    """
-    ### BEGIN SOLUTION 4.4 | softmax = exp(output); return grad - softmax * grad.sum(axis=dim, keepdims=True)
-    return grad - np.exp(output) * grad.sum(axis=dim, keepdims=True)
-    ### END SOLUTION
-
-
-# --------------------------------------------------------------------------- 4.5 graph order
-
-
-def topological_order(root) -> list:
-    """Every graph node reachable from ``root``, each listed after all the nodes it was computed from.
-
-    Nodes are :class:`~minigrad.tensor.Function` objects (``t.grad_fn``) and
-    ``AccumulateGrad`` leaves. ``node._parents`` holds one entry per argument
-    of the op's forward: the node that input came from, or a *falsy* value
-    (``None`` for a tensor that needs no gradient, ``NOT_A_TENSOR`` for a
-    number or a dim) — skip those. ``AccumulateGrad._parents`` is empty.
-
-    Iterative (an explicit stack, like chapter 01's), so a graph thousands of
-    ops deep does not hit Python's recursion limit; each node appears once,
-    and ``root`` comes last. The backward pass visits the list in reverse.
-    """
-    ### BEGIN SOLUTION 4.5 | explicit stack of (node, parents_done); on a first pop mark it visited and push (node, True), then (parent, False) for each parent that is truthy and unvisited; append node when (node, True) pops
-    order = []
-    visited = set()
-    stack = [(root, False)]
-    while stack:
-        node, parents_done = stack.pop()
-        if parents_done:
-            order.append(node)
-            continue
-        if node in visited:
-            continue
-        visited.add(node)
-        stack.append((node, True))
-        for parent in node._parents:
-            if parent and parent not in visited:
-                stack.append((parent, False))
-    return order
     ### END SOLUTION

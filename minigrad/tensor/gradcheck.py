@@ -18,42 +18,13 @@ with its own strides.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from minigrad.tensor.function import no_grad
+from minigrad.tensor.gradcheck_result import GradcheckError, GradcheckResult
 from minigrad.tensor.tensor import Tensor
 
 __all__ = ["gradcheck", "GradcheckError", "GradcheckResult"]
-
-
-class GradcheckError(RuntimeError):
-    """Raised by :func:`gradcheck` when backward and finite differences disagree."""
-
-
-@dataclass(frozen=True)
-class GradcheckResult:
-    """Outcome of :func:`gradcheck`; truthy when the check passed."""
-
-    ok: bool
-    input_index: int  # which input holds the worst element
-    element: tuple  # its index inside that input
-    analytic: float
-    numeric: float
-    error: float  # |analytic - numeric|
-    checked: int  # how many elements were compared
-
-    def __bool__(self) -> bool:
-        return self.ok
-
-    def __str__(self) -> str:
-        verdict = "OK" if self.ok else "MISMATCH"
-        return (
-            f"gradcheck {verdict} ({self.checked} elements): worst is input {self.input_index} at "
-            f"{self.element}: backward gives {self.analytic:.8g}, finite differences give "
-            f"{self.numeric:.8g} (difference {self.error:.3g})"
-        )
 
 
 def _outputs(result) -> tuple[Tensor, ...]:
@@ -64,15 +35,8 @@ def _outputs(result) -> tuple[Tensor, ...]:
     return tuple(outs)
 
 
-def gradcheck(
-    fn,
-    inputs,
-    eps: float = 1e-6,
-    atol: float = 1e-5,
-    rtol: float = 1e-3,
-    raise_exception: bool = True,
-    seed: int = 0,
-) -> GradcheckResult:
+def gradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+              raise_exception: bool = True, seed: int = 0) -> GradcheckResult:
     """Compare ``backward()`` of ``fn(*inputs)`` with central differences; see the module docstring.
 
     ``inputs``: a tensor or a sequence of tensors and other arguments; the

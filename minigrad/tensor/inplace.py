@@ -1,4 +1,4 @@
-"""In-place ops (``add_``, ``mul_``, ``zero_``, ``x += y``, ``x[i] = v``) and the version counter.
+"""In-place ops (``add_``, ``mul_``, ``x += y``) and the version counter.
 
 An in-place op writes into the tensor's existing memory instead of making a new
 tensor. That saves memory (optimizers update parameters this way), but it is
@@ -17,37 +17,22 @@ Rules, as in PyTorch:
   (its value is what the gradient is *for*); wrap the update in ``no_grad()``;
 - minigrad refuses recorded in-place changes to a *view* of a tensor (PyTorch
   rewrites the base's graph; we keep the core small): clone the view first.
+
+The ops themselves (``add_``... ``x[key] = v``, ``fill_``, ``copy_``) are in ``inplace_ops.py``.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from minigrad.tensor import saved_tensors as _saved_tensors
-from minigrad.tensor.backend import DeviceError, transfer
-from minigrad.tensor.dtypes import is_floating_point
-from minigrad.tensor.hooks import _root
-from minigrad.tensor.errors import DTypeError, ShapeError, describe
+from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import _GradMode
+from minigrad.tensor.hooks import _root
+from minigrad.tensor.inplace_writes import operand_data, write_error
 from minigrad.tensor.ops_convert import cast
-from minigrad.tensor.ops_elementwise import Add, Div, Mul, Sub, _as_operand
-from minigrad.tensor.ops_index import SetItem, normalize_key
+from minigrad.tensor.ops_elementwise import _as_operand
 from minigrad.tensor.tensor import Tensor, VersionCounter, make_tensor
 
-__all__ = ["add_", "sub_", "mul_", "div_", "fill_", "copy_", "setitem_"]
-
-
-def _operand_data(t: Tensor, other, op: str):
-    """``other`` as something NumPy can combine with ``t``'s data: a number or an array on t's device."""
-    if isinstance(other, Tensor):
-        if other._device is not t._device:
-            raise DeviceError(
-                f"{op}: the tensor is on {t.device} but the other operand is on {other.device}; "
-                f"move it with .to('{t.device}')"
-            )
-        return other._data
-    other = _as_operand(other, t, op)
-    return other._data if isinstance(other, Tensor) else other
+__all__ = ["binary_"]
 
 
 def _recording(t: Tensor, other) -> bool:
@@ -67,23 +52,6 @@ def _check_can_record(t: Tensor, op: str) -> None:
             f"place while autograd records is not supported by minigrad. Clone it first (v = v.clone()), "
             f"or write into the base tensor, or do the update inside `with no_grad():`"
         )
-
-
-def _write_error(t: Tensor, other, op: str, exc: Exception) -> Exception:
-    if "read-only" in str(exc):
-        return RuntimeError(
-            f"{op}: cannot write into this tensor (shape {t.shape}, strides {t.strides}): it is an expanded "
-            f"view in which several elements share one memory location. Use .contiguous() or .clone() first"
-        )
-    if isinstance(exc, TypeError):
-        return DTypeError(
-            f"{op}: the result cannot be stored in place in the {t.dtype} tensor (other operand: "
-            f"{describe(other)}); use an out-of-place op (x = x + y) or convert the tensor first (.float())"
-        )
-    return ShapeError(
-        f"{op}: an in-place op cannot change the tensor's shape {t.shape}; the other operand "
-        f"{describe(other)} must broadcast to it ({exc})"
-    )
 
 
 def _bump(t: Tensor) -> Tensor:
@@ -108,7 +76,7 @@ def _rebase(t: Tensor, result: Tensor, op: str) -> Tensor:
     try:
         t._data[...] = result._data
     except (TypeError, ValueError) as exc:
-        raise _write_error(t, result, op, exc) from None
+        raise write_error(t, result, op, exc) from None
     t.grad_fn = node
     t._requires_grad = result._requires_grad
     return _bump(t)
@@ -125,16 +93,8 @@ def _alias(t: Tensor) -> Tensor:
     return make_tensor(data, t._device, t._requires_grad, t.grad_fn, VersionCounter())
 
 
-def _binary_(t: Tensor, other, fn_cls, ufunc, op: str, alpha=1) -> Tensor:
+def binary_(t: Tensor, other, fn_cls, ufunc, op: str, alpha=1) -> Tensor:
     """``t = t (op) (alpha * other)`` in place; recorded as ``fn_cls`` when autograd is recording."""
-    if not _GradMode.enabled and type(other) is Tensor and other._device is t._device:  # optimizer steps
-        data = other._data if alpha == 1 else other._data * alpha
-        try:
-            ufunc(t._data, data, out=t._data)
-        except (TypeError, ValueError) as exc:
-            raise _write_error(t, other, op, exc) from None
-        t._version_counter.value += 1
-        return t
     if _recording(t, other):
         _check_can_record(t, op)
         if not isinstance(other, Tensor):
@@ -144,67 +104,11 @@ def _binary_(t: Tensor, other, fn_cls, ufunc, op: str, alpha=1) -> Tensor:
         if isinstance(other, Tensor) and other._data.dtype != t._data.dtype:
             other = cast(other, t._data.dtype)
         return _rebase(t, fn_cls.apply(_alias(t), other), op)
-    data = _operand_data(t, other, op)
+    data = operand_data(t, other, op)
     if alpha != 1:
         data = data * alpha
     try:
         ufunc(t._data, data, out=t._data)
     except (TypeError, ValueError) as exc:
-        raise _write_error(t, other, op, exc) from None
-    t._version_counter.value += 1
-    return t
-
-
-def add_(t: Tensor, other, alpha=1) -> Tensor:
-    """``t += alpha * other`` in place (``alpha`` as in PyTorch's ``add_``, which optimizers use)."""
-    return _binary_(t, other, Add, np.add, "add_", alpha)
-
-
-def sub_(t: Tensor, other, alpha=1) -> Tensor:
-    """``t -= alpha * other`` in place."""
-    return _binary_(t, other, Sub, np.subtract, "sub_", alpha)
-
-
-def mul_(t: Tensor, other) -> Tensor:
-    return _binary_(t, other, Mul, np.multiply, "mul_")
-
-
-def div_(t: Tensor, other) -> Tensor:
-    if not is_floating_point(t._data.dtype):
-        raise DTypeError(f"div_: true division of the {t.dtype} tensor cannot be stored in place; use x = x / y")
-    return _binary_(t, other, Div, np.true_divide, "div_")
-
-
-def setitem_(t: Tensor, key, value) -> None:
-    """``t[key] = value``: writes into t's memory; recorded by autograd when needed."""
-    nkey, kind = normalize_key(t, key, "setitem")
-    if _recording(t, value):
-        _check_can_record(t, "setitem")
-        if not isinstance(value, Tensor):
-            value = _as_operand(value, t, "setitem")
-        if isinstance(value, Tensor) and value._data.dtype != t._data.dtype:
-            value = cast(value, t._data.dtype)
-        _rebase(t, SetItem.apply(_alias(t), value, nkey, kind), "setitem")
-        return
-    data = _operand_data(t, value, "setitem")
-    try:
-        t._data[nkey] = data
-    except IndexError as exc:
-        raise IndexError(f"setitem: {exc}; tensor of shape {t.shape}") from None
-    except (TypeError, ValueError) as exc:
-        raise _write_error(t, value, "setitem", exc) from None
-    _bump(t)
-
-
-def fill_(t: Tensor, value) -> Tensor:
-    """Set every element to ``value`` (``zero_()`` is ``fill_(0)``)."""
-    setitem_(t, Ellipsis, value)
-    return t
-
-
-def copy_(t: Tensor, src) -> Tensor:
-    """Copy ``src``'s values into ``t`` (broadcasting, converting dtype, and moving across devices)."""
-    if isinstance(src, Tensor) and src._device is not t._device:
-        src = make_tensor(transfer(src._data, src._device, t._device), t._device) if not src._requires_grad else src.to(t._device)
-    setitem_(t, Ellipsis, src)
-    return t
+        raise write_error(t, other, op, exc) from None
+    return _bump(t)

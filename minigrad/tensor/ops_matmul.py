@@ -15,14 +15,14 @@ The other cases reduce to that one:
 
 The backward rule is :func:`minigrad.tensor.grad_rules.matmul_backward` (exercise 4.2).
 
-float16 on the CPU: NumPy has no fast half-precision matmul (it is ~200x
-slower), so float16 operands are multiplied in float32 and the result rounded
-to float16 — what GPU tensor cores do (float32 accumulation).
+float16 on the CPU takes a speed path: NumPy has no fast half-precision
+matmul (it is ~200x slower), so :mod:`.fast_float16` computes the same
+products in float32 and rounds the result to float16, as GPU tensor cores do.
 """
 
 from __future__ import annotations
 
-from minigrad.tensor import grad_rules
+from minigrad.tensor import fast_float16, grad_rules
 from minigrad.tensor.dtypes import promote_types
 from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import Function
@@ -34,17 +34,18 @@ from minigrad.tensor.tensor import Tensor
 __all__ = ["matmul", "Matmul"]
 
 
-_product = grad_rules.product  # a @ b, with float16 multiplied in float32 on the CPU
-
-
 class Matmul(Function):
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        return _product(a, b)
+        if fast_float16.applies(a):  # speed path: the same product, computed in float32
+            return fast_float16.product(a, b)
+        return a @ b
 
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
+        if fast_float16.applies(a):  # speed path: the same rule, computed in float32
+            return fast_float16.matmul_backward(grad, a, b, need_a, need_b)
         return grad_rules.matmul_backward(grad, a, b, need_a, need_b)
 
 

@@ -6,22 +6,21 @@ the max cancels) so that ``exp`` never overflows; ``exp(1000.)`` is ``inf`` in
 float32, ``exp(1000. - 1000.)`` is 1. As in PyTorch, a row that is entirely
 ``-inf`` gives ``nan`` in softmax/log_softmax, and ``-inf`` in logsumexp.
 
-With ``y = log_softmax(x)`` along a dimension, ``y_i = x_i - log sum_j exp x_j``
-and the backward is ``dx = dy - softmax(x) * sum(dy)``, where ``softmax(x) =
-exp(y)``: the node only needs to keep its output (the rule is
-:func:`minigrad.tensor.grad_rules.log_softmax_backward`, exercise 4.4).
+``log_softmax``'s node, :class:`~minigrad.tensor.ops_log_softmax.LogSoftmax`,
+is written out in its own file as chapter 04's example of a whole op
+(exercise 4.4).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from minigrad.tensor import grad_rules
 from minigrad.tensor.backend import array_module
 from minigrad.tensor.dtypes import default_float, int64, is_floating_point
 from minigrad.tensor.errors import DTypeError, ShapeError
 from minigrad.tensor.function import Function
 from minigrad.tensor.ops_convert import cast
+from minigrad.tensor.ops_log_softmax import LogSoftmax
 from minigrad.tensor.tensor import Tensor, make_tensor
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "one_hot", "pad"]
@@ -39,19 +38,6 @@ class Softmax(Function):
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
         return out * (grad - (grad * out).sum(axis=ctx.dim, keepdims=True)), None
-
-
-class LogSoftmax(Function):
-    def forward(ctx, a, dim):
-        ctx.dim = dim
-        z = a - a.max(axis=dim, keepdims=True)
-        z -= np.log(np.exp(z).sum(axis=dim, keepdims=True))
-        ctx.save_for_backward(z)
-        return z
-
-    def backward(ctx, grad):
-        (out,) = ctx.saved_tensors
-        return grad_rules.log_softmax_backward(grad, out, ctx.dim), None
 
 
 class LogSumExp(Function):

@@ -10,36 +10,44 @@ lives). The element at index ``(i, j, k)`` is at storage position
 Many operations only change those numbers and leave the storage alone: they are
 *views*. Transposing swaps two strides; slicing moves the offset and multiplies
 strides; broadcasting (``expand``) sets a stride to 0 so the same element is
-read again and again.
+read again and again. Copying a view into fresh row-major memory
+(``contiguous()``) is one walk over the view's indices: :func:`strided_map`.
 
-The ``Tensor`` class lets NumPy do this work for speed, but every number it
-reports (``Tensor.strides``, ``is_contiguous()``, the broadcast error messages,
-whether ``view()`` is possible) agrees with the functions below, and the tests
-check that they agree with NumPy. Strides here are counted in *elements*, as in
-PyTorch; NumPy counts them in bytes.
+The library runs on these functions: ``permute``, ``expand``, ``view`` and
+``contiguous`` take their strides (and, for ``contiguous``, the copy) from
+here, through :mod:`~minigrad.tensor.strided_arrays`. When nobody has plugged
+other versions in (``minigrad.grading.use_exercise("03")``), that module lets
+NumPy compute the same numbers, faster; the tests check that both agree.
+Strides here are counted in *elements*, as in PyTorch; NumPy counts them in
+bytes.
 
 Invariants
 - ``shape`` and ``strides`` are tuples of ints of the same length; a 0-d tensor
   has ``shape == strides == ()``.
 - ``position_to_index(index_to_position(i, strides_for_shape(s)), s) == i``.
+- Every function here only computes numbers; none of them copies a storage,
+  except ``strided_map``, which writes into the ``out`` storage it is given.
 """
 
 from __future__ import annotations
 
+from typing import Any, Callable, NamedTuple
+
 __all__ = [
-    "strides_for_shape",
-    "index_to_position",
-    "position_to_index",
-    "broadcast_shapes",
-    "broadcast_index",
-    "permute_strides",
-    "is_contiguous",
-    "view_strides",
-    "numel",
+    "Layout", "numel", "strides_for_shape", "index_to_position", "position_to_index", "broadcast_shapes",
+    "broadcast_index", "permute_strides", "expand_strides", "is_contiguous", "view_strides", "strided_map",
 ]
 
 Shape = tuple[int, ...]
 Strides = tuple[int, ...]
+
+
+class Layout(NamedTuple):
+    """How a tensor reads its storage: element ``index`` is at ``offset + sum(index[d] * strides[d])``."""
+
+    shape: Shape
+    strides: Strides
+    offset: int = 0
 
 
 def numel(shape: Shape) -> int:
@@ -50,13 +58,16 @@ def numel(shape: Shape) -> int:
     return n
 
 
+# ------------------------------------------------------------------ 3.1 a contiguous layout
+
 def strides_for_shape(shape: Shape) -> Strides:
     """Strides of a contiguous (row-major, "C order") tensor of this shape.
 
-    The last dimension has stride 1; each earlier one skips a whole block of
-    the dimensions after it: ``strides_for_shape((2, 3, 4)) == (12, 4, 1)``.
+    The last dimension has stride 1; one step along an earlier dimension skips
+    everything the dimensions to its right hold (section 2 of chapter 03).
+    ``strides_for_shape(()) == ()``; sizes of 0 take part like any other size.
     """
-    ### BEGIN SOLUTION 3.1 | walk the shape from the last dimension to the first; stride = product of the sizes to its right
+    ### BEGIN SOLUTION 3.1 | row-major strides: one step along a dimension skips a whole block of the dimensions to its right
     strides = []
     step = 1
     for size in reversed(shape):
@@ -67,8 +78,12 @@ def strides_for_shape(shape: Shape) -> Strides:
 
 
 def index_to_position(index: Shape, strides: Strides, offset: int = 0) -> int:
-    """Storage position of the element at ``index``: ``offset + sum(i * s)``."""
-    ### BEGIN SOLUTION 3.2 | position = offset + index[0]*strides[0] + index[1]*strides[1] + ...
+    """Storage position of the element at ``index`` of a tensor read with ``strides`` from ``offset``.
+
+    Works for any layout (a view's strides may be 0, permuted or stepped), not
+    only contiguous ones (section 3 of chapter 03).
+    """
+    ### BEGIN SOLUTION 3.1 | start at the offset and take index[d] steps of strides[d] along every dimension d
     position = offset
     for i, stride in zip(index, strides):
         position += i * stride
@@ -89,15 +104,16 @@ def position_to_index(position: int, shape: Shape) -> Shape:
     return tuple(reversed(index))
 
 
+# ------------------------------------------------------------------ 3.2 broadcasting
+
 def broadcast_shapes(*shapes: Shape) -> Shape:
     """The shape that all ``shapes`` broadcast to, following NumPy/PyTorch rules.
 
-    Align the shapes on the right; missing leading dimensions count as 1. In
-    every column the sizes must be equal or 1, and the result takes the size
-    that is not 1. ``broadcast_shapes((3, 1), (4,)) == (3, 4)``.
-    Raises ``ValueError`` naming the offending dimension when they do not fit.
+    ``broadcast_shapes((3, 1), (4,)) == (3, 4)``; ``broadcast_shapes() == ()``.
+    Raises ``ValueError`` naming the shapes and the offending dimension when
+    they do not fit (section 7 of chapter 03 states the rules).
     """
-    ### BEGIN SOLUTION 3.3 | pad every shape on the left with 1s to the longest length; per column sizes must be equal or 1, keep the one that isn't 1
+    ### BEGIN SOLUTION 3.2 | apply the three broadcasting rules column by column, starting from the aligned right ends
     ndim = max((len(s) for s in shapes), default=0)
     padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
     result = []
@@ -128,14 +144,16 @@ def broadcast_index(big_index: Shape, big_shape: Shape, shape: Shape) -> Shape:
     return tuple(0 if size == 1 else i for i, size in zip(big_index[extra:], shape))
 
 
+# ------------------------------------------------------------------ 3.3 views: permute and expand
+
 def permute_strides(shape: Shape, strides: Strides, dims: Shape) -> tuple[Shape, Strides]:
     """Shape and strides of ``tensor.permute(dims)``: the same storage, dimensions reordered.
 
-    Dimension ``d`` of the result is dimension ``dims[d]`` of the input, so it
-    takes that dimension's size *and* stride. Negative dims count from the end.
-    ``dims`` must name every dimension exactly once.
+    Dimension ``d`` of the result is dimension ``dims[d]`` of the input.
+    Negative dims count from the end. Raises ``ValueError`` unless ``dims``
+    names every dimension exactly once.
     """
-    ### BEGIN SOLUTION 3.4 | normalise negative dims (d % ndim), check dims is a permutation of range(ndim), then pick shape[d] and strides[d] for each d in dims
+    ### BEGIN SOLUTION 3.3 | validate dims (a permutation, negatives allowed), then let every result dimension take its input dimension's size and stride
     ndim = len(shape)
     if len(dims) != ndim:
         raise ValueError(f"permute: dims {tuple(dims)} has {len(dims)} entries but the tensor has {ndim} dimensions")
@@ -145,6 +163,33 @@ def permute_strides(shape: Shape, strides: Strides, dims: Shape) -> tuple[Shape,
             f"permute: dims {tuple(dims)} must list every dimension 0..{ndim - 1} exactly once"
         )
     return tuple(shape[d] for d in dims), tuple(strides[d] for d in dims)
+    ### END SOLUTION
+
+
+def expand_strides(shape: Shape, strides: Strides, new_shape: Shape) -> Strides:
+    """Strides of ``tensor.expand(new_shape)``: a broadcast view that copies nothing.
+
+    ``new_shape`` must be what ``shape`` broadcasts to (aligned on the right,
+    new dimensions on the left, a size 1 may grow). Stepping along a dimension
+    that was added or grown must read the same elements again. Raises
+    ``ValueError`` when ``shape`` cannot be expanded to ``new_shape``.
+    """
+    ### BEGIN SOLUTION 3.3 | align shape with new_shape on the right as broadcasting does; a dimension that is new or grows from 1 must not move in memory
+    extra = len(new_shape) - len(shape)
+    if extra < 0:
+        raise ValueError(f"expand: cannot expand shape {tuple(shape)} to fewer dimensions {tuple(new_shape)}")
+    new_strides = [0] * extra
+    for size, stride, new_size in zip(shape, strides, new_shape[extra:]):
+        if size == new_size:
+            new_strides.append(stride)
+        elif size == 1:
+            new_strides.append(0)
+        else:
+            raise ValueError(
+                f"expand: cannot expand shape {tuple(shape)} to {tuple(new_shape)}: "
+                f"size {size} would have to become {new_size} (only sizes of 1 can grow)"
+            )
+    return tuple(new_strides)
     ### END SOLUTION
 
 
@@ -164,39 +209,73 @@ def is_contiguous(shape: Shape, strides: Strides) -> bool:
     return True
 
 
-def view_strides(shape: Shape, strides: Strides, new_shape: Shape) -> Strides | None:
-    """Strides that read the same elements, in the same order, with ``new_shape``; None if impossible.
+# ------------------------------------------------------------------ 3.4 view: reshape without a copy
 
-    ``view`` needs this: reshaping a tensor without copying works when each
-    group of old dimensions that is merged or split is itself laid out
-    contiguously (stride[i] == stride[i+1] * size[i+1] inside the group).
+def view_strides(shape: Shape, strides: Strides, new_shape: Shape) -> Strides | None:
+    """Strides that read the same elements, in the same row-major order, with ``new_shape``; None if impossible.
+
+    This is the rule of ``view`` (section 5 of chapter 03): merging or splitting
+    dimensions is free only where the old layout already walks memory evenly.
     A transposed matrix cannot be flattened without a copy, for example.
-    The algorithm is PyTorch's ``computeStride``.
+    Dimensions of size 1 never move, so their strides are free; for a tensor
+    without elements any strides do, and the row-major ones are returned.
     """
     if numel(shape) != numel(new_shape):
         return None
-    if numel(shape) == 0 or not shape:
+    if numel(shape) == 0:
         return strides_for_shape(new_shape)
-    new_strides = [0] * len(new_shape)
-    view_d = len(new_shape) - 1
-    # chunk_base_stride: the stride of the last (innermost) dimension of the current chunk
-    chunk_base_stride = strides[-1]
-    tensor_numel = 1
-    view_numel = 1
-    for tensor_d in range(len(shape) - 1, -1, -1):
-        tensor_numel *= shape[tensor_d]
-        # a chunk ends where the next-outer old dimension does not continue it contiguously
-        if tensor_d == 0 or (shape[tensor_d - 1] != 1 and strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
-            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
-                new_strides[view_d] = view_numel * chunk_base_stride
-                view_numel *= new_shape[view_d]
-                view_d -= 1
-            if view_numel != tensor_numel:
-                return None
-            if tensor_d > 0:
-                chunk_base_stride = strides[tensor_d - 1]
-                tensor_numel = 1
-                view_numel = 1
-    if view_d != -1:
-        return None
+    ### BEGIN SOLUTION 3.4 | group the old dimensions into runs that step evenly through memory; every new dimension must split one run, from the outermost in
+    runs = []  # [number of elements, stride of the innermost dimension], outermost run first
+    for size, stride in zip(shape, strides):
+        if size == 1:
+            continue
+        if runs and runs[-1][1] == size * stride:  # the run so far continues evenly into this dimension
+            runs[-1] = [runs[-1][0] * size, stride]
+        else:
+            runs.append([size, stride])
+    new_strides = []
+    for size in new_shape:
+        if not runs:  # only size-1 dimensions are left
+            new_strides.append(1)
+            continue
+        run_size, run_stride = runs[0]
+        if run_size % size:
+            return None  # this dimension would have to step across a jump in memory
+        inner = run_size // size
+        new_strides.append(inner * run_stride)
+        if inner == 1:
+            runs.pop(0)
+        else:
+            runs[0] = [inner, run_stride]
     return tuple(new_strides)
+    ### END SOLUTION
+
+
+# ------------------------------------------------------------------ 3.5 a strided elementwise map
+
+def strided_map(fn: Callable[[Any], Any], source, source_layout: Layout, out, out_layout: Layout) -> None:
+    """For every index of ``out_layout.shape``: write ``fn(source element)`` into ``out``.
+
+    ``source`` and ``out`` are flat storages (lists, 1-d arrays), each read
+    through its own layout; ``source_layout.shape`` broadcasts to
+    ``out_layout.shape``, so the source element of an output index is the one
+    ``broadcast_index`` names. Only the positions ``out_layout`` reaches are
+    written. ``contiguous()`` is this map with ``fn`` the identity and a
+    row-major ``out_layout``.
+    """
+    try:
+        fits = broadcast_shapes(source_layout.shape, out_layout.shape) == tuple(out_layout.shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"strided_map: a source of shape {tuple(source_layout.shape)} does not broadcast "
+            f"to the output shape {tuple(out_layout.shape)}"
+        )
+    ### BEGIN SOLUTION 3.5 | visit every output index once; find where it lives in out and where its (broadcast) source element lives in source
+    for step in range(numel(out_layout.shape)):
+        out_index = position_to_index(step, out_layout.shape)
+        source_index = broadcast_index(out_index, out_layout.shape, source_layout.shape)
+        value = source[index_to_position(source_index, source_layout.strides, source_layout.offset)]
+        out[index_to_position(out_index, out_layout.strides, out_layout.offset)] = fn(value)
+    ### END SOLUTION

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from minigrad.viz.graph_layout import layered_layout
-from minigrad.viz.svg_png import png_bundle, svg_png
+from minigrad.viz.svg_png import display_bundle, svg_png
 
 __all__ = [
     "SVGFigure", "draw_graph", "draw_legend", "graph_nodes", "stack_figures", "value_box_width",
@@ -78,13 +78,12 @@ FIT_TO_WIDTH = "max-width: 100%; height: auto"
 class SVGFigure:
     """An SVG picture: ``.svg`` is the markup.
 
-    Jupyter gets the SVG and, when it can be rendered here, the same picture as
-    PNG (``svg_png``): a notebook opened untrusted shows only the PNG.
-
-    The markup keeps its natural ``width`` and ``height`` (what a PNG renderer
-    and an ``<img>`` use) and scales down to the width of the page or widget it
-    sits in (``max-width: 100%`` with the ``viewBox``, height following), so a
-    wide graph is never cut off; it is never scaled up past its natural size.
+    Jupyter gets the picture as PNG when it can be rendered here (``svg_png``;
+    see :mod:`minigrad.viz.svg_png` for why not the SVG), else the SVG.
+    Either way it is shown at its natural size and shrunk to the output width:
+    the PNG by the front end, the SVG by its own style (``max-width: 100%``
+    with the ``viewBox``, height following; an inline ``<svg>`` in a widget,
+    in a static HTML page or in an output without PNG). Never scaled up.
     """
 
     def __init__(self, body: str, width: float, height: float):
@@ -105,13 +104,8 @@ class SVGFigure:
         }
         return _element("svg", attrs, self.body) + "\n"
 
-    def _repr_svg_(self) -> str:
-        return self.svg
-
     def _repr_mimebundle_(self, include=None, exclude=None):
-        svg = self.svg
-        png, metadata = png_bundle(svg, self.width, self.height)
-        return {"image/svg+xml": svg, **png}, metadata
+        return display_bundle(self.svg, self.width, self.height)
 
     def png(self) -> bytes | None:
         """The figure as PNG bytes (None when no rasterizer is installed)."""

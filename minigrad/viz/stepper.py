@@ -29,7 +29,7 @@ from typing import Any
 from minigrad.viz.graph_svg import (
     VALUE_STYLE, SVGFigure, draw_graph, draw_legend, format_number, graph_nodes, stack_figures, value_box_width,
 )
-from minigrad.viz.widget_display import display_with_static_figure
+from minigrad.viz.widget_display import display_with_static_figure, widget_picture
 
 __all__ = [
     "ChainRuleTerm", "BackpropStep", "BackpropTrace", "trace_backprop",
@@ -313,7 +313,7 @@ class BackpropStepper:
         if self._shown == k:
             return
         self._shown = k
-        self._picture.value = f"<div style='overflow-x:auto'>{self.frame(k).svg}</div>"
+        self._picture.value = widget_picture(self.frame(k).svg)
         self._text.value = f"<pre style='margin:4px 0;white-space:pre-wrap'>{html.escape(self.explanation(k))}</pre>"
         self._back.disabled = k == 0
         self._next.disabled = k == self.last_step

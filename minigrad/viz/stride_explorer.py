@@ -39,7 +39,7 @@ from minigrad.viz.graph_svg import (
     LINE_HEIGHT, MARGIN, PALETTE, TEXT, TEXT_SOFT, SVGFigure, _element, _escape, _text, _text_width,
     draw_legend, stack_figures,
 )
-from minigrad.viz.widget_display import display_with_static_figure
+from minigrad.viz.widget_display import display_with_static_figure, widget_picture
 
 __all__ = [
     "VIEW_OPS", "ViewInfo", "strided_view", "offset_map", "touched_cells", "position_formula",
@@ -720,7 +720,7 @@ class StrideExplorer:
         if self.error is not None:
             self._text.value = f"<pre style='color:#b42318;white-space:pre-wrap'>{html.escape(self.error)}</pre>"
             return
-        self._picture.value = f"<div style='overflow-x:auto'>{self.figure().svg}</div>"
+        self._picture.value = widget_picture(self.figure().svg)
         self._text.value = (
             "<pre style='margin:4px 0;max-height:16em;overflow:auto'>" + html.escape(self.table()) + "</pre>"
         )

@@ -1,15 +1,23 @@
 """Show a widget with its static figure riding along in the same output.
 
 A front end that cannot show widgets (a notebook rendered without a kernel,
-nbval) shows the figure instead: its SVG, or its PNG where SVG is not shown
-(an untrusted notebook, GitHub). Without ipywidgets only the figure is shown.
+nbval, GitHub) shows the figure instead, as ``SVGFigure`` shows itself: its
+PNG, or its SVG where no PNG can be made. Without ipywidgets only the figure
+is shown.
+
+Inside a widget a figure is an inline ``<svg>`` (``widget_picture``): it
+shrinks to the widget's width by its own style, and a figure taller than
+most of the window scrolls inside its box, so the buttons above it stay in view.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from minigrad.viz.svg_png import png_bundle
+from minigrad.viz.svg_png import display_bundle
+
+PICTURE_BOX = "overflow: auto; max-height: 85vh"
+"""Style of the box around a widget's figure: scroll bars only for a figure taller than 85 % of the window."""
 
 
 def display_with_static_figure(get_widget: Callable, static_figure: Callable) -> None:
@@ -23,6 +31,11 @@ def display_with_static_figure(get_widget: Callable, static_figure: Callable) ->
         return
     bundle = dict(widget._repr_mimebundle_() or {})
     figure = static_figure()
-    png, metadata = png_bundle(figure.svg, figure.width, figure.height)
-    bundle.update({"image/svg+xml": figure.svg, **png})
+    data, metadata = display_bundle(figure.svg, figure.width, figure.height)
+    bundle.update(data)
     display(bundle, raw=True, metadata=metadata)
+
+
+def widget_picture(svg: str) -> str:
+    """The HTML of a widget's picture: ``svg`` inline, in a box that scrolls what does not fit."""
+    return f"<div style='{PICTURE_BOX}'>{svg}</div>"

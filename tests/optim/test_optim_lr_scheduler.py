@@ -248,3 +248,15 @@ def test_sequential_lr_reports_the_scheduler_that_gave_the_bad_lr():
     with pytest.raises(ValueError, match=r"LambdaLR: at step \(last_epoch\) 1 the schedule gives lr=-0.1"):
         scheduler.step()
     assert scheduler.last_epoch == 2 and opt.param_groups[0]["lr"] == 0.1
+
+
+def test_the_compatibility_schedules_import_from_lr_scheduler_and_from_their_own_module():
+    from minigrad.optim import lr_scheduler_extras
+    from minigrad.optim.lr_scheduler import ExponentialLR, LinearLR, MultiStepLR, SequentialLR
+
+    assert (MultiStepLR, ExponentialLR, LinearLR, SequentialLR) == (
+        lr_scheduler_extras.MultiStepLR, lr_scheduler_extras.ExponentialLR, lr_scheduler_extras.LinearLR,
+        lr_scheduler_extras.SequentialLR)
+    assert set(lr_scheduler_extras.__all__) <= set(mls.__all__)
+    with pytest.raises(AttributeError, match="NoSuchLR"):
+        mls.NoSuchLR

@@ -356,7 +356,7 @@ def test_register_update_kernel_plugs_in_a_custom_rule():
         assert calls == [0.1] and a.item() == pytest.approx(0.8)
     finally:
         optim.register_update_kernel("sgd", "cpu", previous)
-    assert optim.update_kernel("sgd", mt.cpu) is optim.functional.sgd_update
+    assert optim.update_kernel("sgd", mt.cpu, optim.functional.sgd_update) is optim.functional.sgd_update
 
 
 def test_functional_updates_do_not_touch_grad():
@@ -366,8 +366,8 @@ def test_functional_updates_do_not_touch_grad():
     optim.functional.sgd_update(p, g, None, lr=0.1, momentum=0.9, weight_decay=0.1, nesterov=True, maximize=True)
     optim.functional.adam_update(p, g, np.zeros(5), np.zeros(5), np.zeros(5), step=1, lr=0.1, beta1=0.9,
                                  beta2=0.99, eps=1e-8, weight_decay=0.1, amsgrad=True, maximize=True)
-    optim.functional.rmsprop_update(p, g, np.zeros(5), np.zeros(5), np.zeros(5), lr=0.1, alpha=0.9, eps=1e-8,
-                                    weight_decay=0.1, momentum=0.9, centered=True, maximize=True)
+    optim.rmsprop.rmsprop_update(p, g, np.zeros(5), np.zeros(5), np.zeros(5), lr=0.1, alpha=0.9, eps=1e-8,
+                                 weight_decay=0.1, momentum=0.9, centered=True, maximize=True)
     np.testing.assert_array_equal(g, g0)
 
 
@@ -414,3 +414,10 @@ def test_hypothesis_random_adam_hyperparameters_match_torch():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check()
+
+
+def test_update_kernel_without_a_registered_kernel_is_the_default_rule():
+    rule = optim.rmsprop.rmsprop_update
+    assert optim.update_kernel("rmsprop", mt.cpu, rule) is rule
+    with pytest.raises(TypeError, match="register_update_kernel: expected a callable"):
+        optim.register_update_kernel("rmsprop", "cpu", 3)

@@ -1,4 +1,4 @@
-"""grad_rules: the backward rules of chapter 04, as pure functions on arrays, and the ops that call them."""
+"""The code of chapter 04's exercises: the backward rules (pure functions on arrays), LogSoftmax, the backward driver."""
 
 from pathlib import Path
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import minigrad.tensor as mt
 from minigrad.grading.carve import find_regions
-from minigrad.tensor import grad_rules
+from minigrad.tensor import autograd, grad_rules, ops_log_softmax
 
 TENSOR_DIR = Path(grad_rules.__file__).parent
 
@@ -92,14 +92,24 @@ def test_sum_and_mean_backward_spread_the_gradient(shape, dim, keepdim):
     np.testing.assert_allclose(grad_rules.mean_backward(grad, shape, dim, keepdim), np.broadcast_to(kept / n, shape))
 
 
-def test_log_softmax_backward_rows_sum_to_zero_and_survive_large_logits():
+@pytest.mark.parametrize("dim", [0, 1])
+def test_log_softmax_survives_large_logits_and_its_gradient_sums_to_zero(dim):
     gen = np.random.default_rng(1)
     x = gen.standard_normal((3, 5)) * 30 + 1000.0
-    y = mt.tensor(x, dtype=mt.float64).log_softmax(dim=1).cpu().numpy()
-    grad = gen.standard_normal((3, 5))
-    dx = grad_rules.log_softmax_backward(grad, y, 1)
+    t = mt.tensor(x, dtype=mt.float64, requires_grad=True)
+    y = t.log_softmax(dim=dim)
+    shifted = x - x.max(axis=dim, keepdims=True)
+    np.testing.assert_allclose(y.detach().cpu().numpy(), shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True)))
+    assert y.grad_fn.saved_tensors[0] is not None and len(y.grad_fn.saved_tensors) == 1  # the output, nothing else
+    (y * mt.tensor(gen.standard_normal((3, 5)))).sum().backward()
+    dx = t.grad.cpu().numpy()
     assert np.isfinite(dx).all()
-    np.testing.assert_allclose(dx.sum(axis=1), 0.0, atol=1e-12)
+    np.testing.assert_allclose(dx.sum(axis=dim), 0.0, atol=1e-12)
+
+
+def test_log_softmax_gradcheck_on_a_non_contiguous_input():
+    x = mt.randn(4, 3, dtype=mt.float64).T.requires_grad_()
+    assert mt.gradcheck(lambda t: t.log_softmax(dim=0), [x])
 
 
 # ------------------------------------------------------------------ topological order
@@ -111,7 +121,7 @@ def test_topological_order_is_iterative_and_skips_falsy_parents():
     y = x * c + 1.0  # 1.0: a NOT_A_TENSOR parent
     for _ in range(5000):
         y = y + 1.0
-    order = grad_rules.topological_order(y.grad_fn)
+    order = autograd.topological_order(y.grad_fn)
     assert len(order) == 5003 and order[0] is x._accum and order[-1] is y.grad_fn
     assert mt.topological_order(y.grad_fn) == order
 
@@ -119,17 +129,18 @@ def test_topological_order_is_iterative_and_skips_falsy_parents():
 # ------------------------------------------------------------------ the ops call the rules at call time
 
 
-@pytest.mark.parametrize("rule, run", [
-    ("unbroadcast", lambda x: (x + mt.ones(2, 3, dtype=mt.float64)).sum()),
-    ("matmul_backward", lambda x: (x @ mt.ones(3, 2, dtype=mt.float64)).sum()),
-    ("sum_backward", lambda x: x.sum(dim=0).sum()),
-    ("mean_backward", lambda x: x.mean()),
-    ("log_softmax_backward", lambda x: x.log_softmax(dim=1).sum()),
-    ("topological_order", lambda x: (x * 2.0).sum()),
-])
-def test_each_rule_is_looked_up_when_it_is_used(monkeypatch, rule, run):
+@pytest.mark.parametrize("owner, rule, run", [
+    (grad_rules, "unbroadcast", lambda x: (x + mt.ones(2, 3, dtype=mt.float64)).sum()),
+    (grad_rules, "matmul_backward", lambda x: (x @ mt.ones(3, 2, dtype=mt.float64)).sum()),
+    (grad_rules, "sum_backward", lambda x: x.sum(dim=0).sum()),
+    (grad_rules, "mean_backward", lambda x: x.mean()),
+    (ops_log_softmax.LogSoftmax, "backward", lambda x: x.log_softmax(dim=1)[0, 1] * 3.0),
+    (autograd, "topological_order", lambda x: (x * 2.0).sum()),
+    (autograd, "run_backward", lambda x: (x * x).sum()),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_each_rule_is_looked_up_when_it_is_used(monkeypatch, owner, rule, run):
     calls = []
-    original = getattr(grad_rules, rule)
+    original = vars(owner)[rule]
 
     def spy(*args, **kwargs):
         calls.append(rule)
@@ -137,19 +148,34 @@ def test_each_rule_is_looked_up_when_it_is_used(monkeypatch, rule, run):
 
     x = mt.tensor(np.arange(6.0).reshape(2, 3) / 7, dtype=mt.float64, requires_grad=True)
     loss = run(x)  # built before the swap: the rule is found when backward runs, not when the op was made
-    monkeypatch.setattr(grad_rules, rule, spy)
+    monkeypatch.setattr(owner, rule, spy)
     loss.backward()
-    assert calls, f"{rule} was not called through minigrad.tensor.grad_rules"
+    assert calls, f"{rule} was not looked up on {owner.__name__} when backward ran"
     expected = mt.tensor(x.detach().cpu().numpy(), requires_grad=True)
-    monkeypatch.setattr(grad_rules, rule, original)
+    monkeypatch.setattr(owner, rule, original)
     run(expected).backward()
     np.testing.assert_allclose(x.grad.cpu().numpy(), expected.grad.cpu().numpy())
 
 
-def test_every_chapter_04_region_lives_in_grad_rules():
+def test_chapter_04_regions_live_in_the_rules_the_op_and_the_driver():
     owners = {}
     for path in sorted(TENSOR_DIR.glob("*.py")):
         for region in find_regions(path.read_text().splitlines(), str(path)):
             if region.exercise.startswith("4."):
                 owners.setdefault(region.exercise, set()).add(path.name)
-    assert owners == {f"4.{i}": {"grad_rules.py"} for i in range(1, 6)}
+    assert owners == {"4.1": {"grad_rules.py"}, "4.2": {"grad_rules.py"}, "4.3": {"grad_rules.py"},
+                      "4.4": {"ops_log_softmax.py"}, "4.5": {"autograd.py"}}
+
+
+def test_a_plugged_in_copy_of_the_driver_never_lets_two_leaves_share_a_gradient(tmp_path):
+    """use_exercise swaps run_backward for a copy whose helpers see no backward() in progress: they must copy."""
+    from minigrad.grading import use_exercise
+
+    solutions = Path(__file__).resolve().parents[2] / "solutions" / "04_backward.py"
+    a = mt.tensor([1.0, 2.0], requires_grad=True)
+    b = mt.tensor([3.0, 4.0], requires_grad=True)
+    with use_exercise("4.5", path=solutions):
+        ((a + b) * mt.tensor([5.0, 6.0])).sum().backward()  # Add sends the same fresh array to both leaves
+    assert not np.shares_memory(a.grad.cpu().numpy(), b.grad.cpu().numpy())
+    a.grad += 1.0
+    assert b.grad.tolist() == [5.0, 6.0]

@@ -8,12 +8,15 @@ from hypothesis import strategies as st
 import minigrad.tensor as mt
 from minigrad.tensor.strides import (
     broadcast_index,
+    Layout,
     broadcast_shapes,
+    expand_strides,
     index_to_position,
     is_contiguous,
     numel,
     permute_strides,
     position_to_index,
+    strided_map,
     strides_for_shape,
     view_strides,
 )
@@ -154,6 +157,82 @@ def test_view_strides_is_sound_and_as_capable_as_numpy(base_and_view, data):
         offset = mt.from_numpy(view).storage_offset()
         for index in np.ndindex(*new_shape):
             assert base[index_to_position(index, strides, offset)] == expected[index]
+
+
+@given(broadcastable_pairs(), st.integers(0, 1))
+def test_expand_strides_match_numpy_broadcast_to(pair, transposed):
+    big, small = pair
+    a = np.arange(numel(small), dtype=np.float64).reshape(small)
+    if transposed:  # a non-contiguous operand keeps its own strides where sizes do not change
+        a = np.ascontiguousarray(a.T).T
+    got = expand_strides(a.shape, element_strides(a), big)
+    expected = np.broadcast_to(a, big)
+    assert all(g == e for g, e, n in zip(got, element_strides(expected), big) if n > 1)
+    base = a.ravel(order="K") if transposed else a.ravel()
+    for index in np.ndindex(*big):
+        assert base[index_to_position(index, got)] == expected[index]
+
+
+def test_expand_strides_rejects_what_cannot_broadcast():
+    with pytest.raises(ValueError, match=r"size 3 would have to become 4"):
+        expand_strides((3, 1), (1, 1), (4, 2))
+    with pytest.raises(ValueError, match="fewer dimensions"):
+        expand_strides((2, 3), (3, 1), (3,))
+    assert expand_strides((), (), (2, 3)) == (0, 0)
+    assert expand_strides((1, 3), (3, 1), (2, 5, 3)) == (0, 0, 1)
+
+
+def test_view_strides_examples():
+    assert view_strides((2, 3, 4), (12, 4, 1), (6, 4)) == (4, 1)
+    assert view_strides((4, 3), (1, 4), (12,)) is None  # a transposed matrix cannot be flattened
+    assert view_strides((4, 3), (1, 4), (2, 2, 3)) == (2, 1, 4)  # splitting a dimension is always free
+    assert view_strides((3, 4), (0, 1), (3, 2, 2)) == (0, 2, 1)  # an expanded dimension stays stride 0
+    assert view_strides((2, 1, 3), (3, 99, 1), (6,)) == (1,)  # the stride of a size-1 dimension does not matter
+    assert view_strides((2, 3), (3, 1), (5,)) is None  # a different number of elements
+    assert view_strides((0, 3), (3, 1), (3, 0)) == (0, 1)
+
+
+@st.composite
+def strided_map_cases(draw):
+    """A source view (maybe broadcast) and an output layout of the broadcast shape inside a larger storage."""
+    base, view = draw(random_views())
+    shape = view.shape
+    if draw(st.booleans()):
+        shape = (draw(st.integers(1, 3)),) + tuple(1 if n == 1 and draw(st.booleans()) else n for n in shape)
+        view_shape = tuple(draw(st.sampled_from((1, n))) for n in shape[1:])
+        if view_shape != view.shape:  # keep the source broadcastable: reduce it with slices of length 1
+            view = view[tuple(slice(0, 1) if m == 1 and n != 1 else slice(None) for m, n in zip(view_shape, view.shape))]
+        shape = (shape[0],) + tuple(max(a, b) for a, b in zip(shape[1:], view.shape))
+    dims = tuple(draw(st.permutations(range(len(shape)))))
+    out_offset = draw(st.integers(0, 3))
+    storage_shape = tuple(shape[d] for d in dims)
+    # the output is the permutation of a contiguous block that starts at out_offset
+    block_strides = strides_for_shape(storage_shape)
+    inverse = [dims.index(d) for d in range(len(shape))]
+    out_strides = tuple(block_strides[i] for i in inverse)
+    return base, view, Layout(shape, out_strides, out_offset)
+
+
+def _source_layout(base: np.ndarray, view: np.ndarray) -> Layout:
+    offset = (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // base.itemsize
+    return Layout(view.shape, element_strides(view), offset)
+
+
+@given(strided_map_cases())
+def test_strided_map_writes_every_output_element_through_both_layouts(case):
+    base, view, out_layout = case
+    storage = [-1.0] * (out_layout.offset + numel(out_layout.shape) + 2)
+    strided_map(lambda v: 2 * v + 1, base.tolist(), _source_layout(base, view), storage, out_layout)
+    expected = 2 * np.broadcast_to(view, out_layout.shape) + 1
+    for index in np.ndindex(*out_layout.shape):
+        assert storage[index_to_position(index, out_layout.strides, out_layout.offset)] == expected[index]
+    untouched = storage[: out_layout.offset] + storage[out_layout.offset + numel(out_layout.shape) :]
+    assert untouched == [-1.0] * len(untouched)
+
+
+def test_strided_map_rejects_a_source_that_does_not_broadcast():
+    with pytest.raises(ValueError, match=r"strided_map: a source of shape \(3,\) does not broadcast to the output shape \(2,\)"):
+        strided_map(float, [0, 1, 2], Layout((3,), (1,)), [0, 0], Layout((2,), (1,)))
 
 
 # ----------------------------------------------------------------------------- tensor views against NumPy

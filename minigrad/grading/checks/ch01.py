@@ -1,14 +1,14 @@
-"""Graded checks for chapter 01 (exercises 1.1-1.5), on fresh random inputs each run.
+"""Graded checks for chapter 01 (exercises 1.1-1.3), on fresh random inputs each run.
 
 The checks run in the grader; the learner's ``Value`` lives in the sandboxed
 child. A probe builds an expression from the learner's ``Value`` and sends
 back its graph as plain data: each node's ``data``, its children and its
 ``_local_grads``. The grader then runs the chain rule on that graph itself
-(so 1.1-1.3 do not depend on the learner's backward), and compares the
+(so 1.1, the local derivatives, does not depend on the learner's backward), and compares the
 gradients with central differences of the *library's* ``Value`` (computed
-here, never in the child). For 1.5 the grader computes the topological order
-of the learner's graph and hands it to the learner's ``backward`` (so 1.5 does
-not depend on 1.4).
+here, never in the child). For 1.3 the grader computes the topological order
+of the learner's graph and hands it to the learner's ``backward`` (so 1.3 does
+not depend on 1.2).
 """
 
 import math
@@ -121,7 +121,7 @@ def _data(learner, name, xs, constants=()):
     return got
 
 
-# ---------------------------------------------------------------- 1.1 multiply
+# ------------------------------------------- 1.1 local derivatives: multiply
 
 @exercise("1.1")
 def test_mul_value_and_local_grads(learner, rng):
@@ -141,9 +141,9 @@ def test_mul_with_numbers_and_reuse(learner, rng):
     check_gradients(learner, "mul_reuse", [a, k])
 
 
-# ------------------------------------------------------------------- 1.2 power
+# ---------------------------------------------- 1.1 local derivatives: power
 
-@exercise("1.2")
+@exercise("1.1")
 def test_pow_number_exponent(learner, rng):
     for n in (2, 3, 0.5, -1, -2.5, rng.uniform(-3, 3)):
         a = rng.uniform(0.2, 3.0)
@@ -153,7 +153,7 @@ def test_pow_number_exponent(learner, rng):
     check_gradients(learner, "pow_number", [rng.uniform(-3, -0.5)], [3])  # integer power of a negative base
 
 
-@exercise("1.2")
+@exercise("1.1")
 def test_pow_value_exponent(learner, rng):
     for _ in range(10):
         a, b = rng.uniform(0.2, 3.0), rng.uniform(-2, 2)
@@ -163,9 +163,9 @@ def test_pow_value_exponent(learner, rng):
     check_gradients(learner, "number_pow", [rng.uniform(-2, 2)])  # reflected: number ** Value
 
 
-# -------------------------------------------------------------------- 1.3 tanh
+# ----------------------------------------------- 1.1 local derivatives: tanh
 
-@exercise("1.3")
+@exercise("1.1")
 def test_tanh_value_and_gradient(learner, rng):
     for _ in range(20):
         x = rng.uniform(-4, 4)
@@ -174,7 +174,7 @@ def test_tanh_value_and_gradient(learner, rng):
         check_gradients(learner, "tanh", [x])
 
 
-@exercise("1.3")
+@exercise("1.1")
 def test_tanh_saturates_without_overflow(learner, rng):
     for x in (50.0, -50.0, 800.0):
         graph = learner.probe("build", "tanh", [x], [])
@@ -185,7 +185,7 @@ def test_tanh_saturates_without_overflow(learner, rng):
         assert leaf >= 0 and abs(grads[leaf]) <= 1e-12, f"the gradient of tanh at {x} must be 0, got {grads[leaf]}"
 
 
-# ------------------------------------------------------------ 1.4 topological
+# ------------------------------------------------------------ 1.2 topological
 
 def _recipe(rng, n_leaves=4, n_ops=30):
     """A random DAG built only from +, sigmoid and relu (not exercises), with reuse, as a list of steps."""
@@ -248,7 +248,7 @@ def assert_topological(answer, expected_children, what=""):
     assert_order(answer["order"].tolist(), expected_children, what, "children")
 
 
-@exercise("1.4")
+@exercise("1.2")
 def test_topological_order_properties(learner, rng):
     from minigrad.scalar.engine import Value
 
@@ -258,7 +258,7 @@ def test_topological_order_properties(learner, rng):
         assert_topological(answer, _graph_of(_build_recipe(Value, steps))[1])
 
 
-@exercise("1.4")
+@exercise("1.2")
 def test_topological_order_deep_chain(learner, rng):
     from minigrad.scalar.engine import Value
 
@@ -267,9 +267,9 @@ def test_topological_order_deep_chain(learner, rng):
     assert_topological(answer, _graph_of(_chain(Value, 100_000))[1])
 
 
-@exercise("1.4", required=True)
+@exercise("1.2", required=True)
 def test_topological_order_is_iterative(learner, rng):
-    """Required: a recursive sort (even with a raised recursion limit) scores nothing on 1.4."""
+    """Required: a recursive sort (even with a raised recursion limit) scores nothing on 1.2."""
     require_iterative(learner.source, "topological_order")
     answer, depth = learner.probe("order_of_chain", 5000, depth=True)
     assert depth < 50, (
@@ -278,7 +278,7 @@ def test_topological_order_is_iterative(learner, rng):
     )
 
 
-# ---------------------------------------------------------------- 1.5 backward
+# ---------------------------------------------------------------- 1.3 backward
 
 def _reused(V, a0):
     a = V(a0)
@@ -330,7 +330,7 @@ def _learners_backward(learner, name, x0, passes=1):
     return learner.probe("backward_in_order", _order(children), passes)["passes"]
 
 
-@exercise("1.5")
+@exercise("1.3")
 def test_backward_matches_finite_differences(learner, rng):
     for name in ("mixed_1", "mixed_2", "mixed_3"):
         xs = [rng.uniform(-1, 1) for _ in range(3)]
@@ -341,7 +341,7 @@ def _approx(got, expected, rel=1e-6, abs=1e-12):
     return type(got) in (int, float, np.float64) and math.isclose(got, expected, rel_tol=rel, abs_tol=abs)
 
 
-@exercise("1.5")
+@exercise("1.3")
 def test_backward_with_reused_node(learner, rng):
     a0 = rng.uniform(0.1, 1)
     [[c, b, a]] = _learners_backward(learner, "reused", a0)
@@ -350,7 +350,7 @@ def test_backward_with_reused_node(learner, rng):
     assert _approx(a, 2 * (math.exp(2 * a0) + 1)), f"a's gradient: expected {2 * (math.exp(2 * a0) + 1)}, got {a!r}"
 
 
-@exercise("1.5")
+@exercise("1.3")
 def test_backward_accumulates_in_leaves(learner, rng):
     x0 = rng.uniform(-1, 1)
     [[_, first], [y, second]] = _learners_backward(learner, "accumulating", x0, passes=2)
@@ -359,7 +359,7 @@ def test_backward_accumulates_in_leaves(learner, rng):
     assert y == 1.0, "the output's gradient is d(out)/d(out) = 1 for each pass, not accumulated"
 
 
-@exercise("1.5")
+@exercise("1.3")
 def test_backward_deep_chain(learner, rng):
     [[_, x]] = _learners_backward(learner, "deep", 0.0)
     assert x == 1.0, f"the gradient of x + 1 + 1 + ... with respect to x is 1, got {x!r}"

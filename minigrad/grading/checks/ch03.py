@@ -1,18 +1,21 @@
-"""Graded checks for chapter 03 (exercises 3.1-3.4), on fresh random shapes and views each run.
+"""Graded checks for chapter 03 (exercises 3.1-3.5), on fresh random shapes and views each run.
 
 The learner's functions run in the sandboxed child (``learner.NAME(...)``); the
 shapes, views and expected answers are made here. NumPy is the oracle: the element strides of an array are ``arr.strides``
 divided by its item size (NumPy counts bytes, we count elements), and
 ``np.ravel_multi_index``, ``np.broadcast_shapes`` and ``np.transpose`` give
-the expected positions, shapes and strides. Each exercise is checked on its
-own: 3.2-3.4 never call the learner's 3.1.
+the expected positions, shapes and strides; ``np.reshape(..., copy=False)``
+says whether a view without a copy exists. Each exercise is checked on its
+own: where the learner's function calls another exercise's function
+(``strided_map`` calls ``index_to_position``), the probe stands a short
+trusted version in for it, inside the child.
 """
 
 import itertools
 
 import numpy as np
 
-from minigrad.grading.probing import exercise, must_raise
+from minigrad.grading.probing import exercise, must_raise, probe
 
 DTYPES = (np.float32, np.float64, np.float16, np.int64, np.int8)
 
@@ -59,7 +62,7 @@ def _as_tuple_of_ints(value, what: str) -> tuple[int, ...]:
     return tuple(int(v) for v in value)
 
 
-# ------------------------------------------------------- 3.1 strides_for_shape
+# ------------------------------------------------------- 3.1 strides_for_shape and index_to_position
 
 @exercise("3.1")
 def test_strides_for_shape_matches_numpy(learner, rng):
@@ -90,9 +93,7 @@ def test_strides_for_shape_edge_cases(learner, rng):
     assert tuple(learner.strides_for_shape(shape)) == (b, 1)
 
 
-# ------------------------------------------------------- 3.2 index_to_position
-
-@exercise("3.2")
+@exercise("3.1")
 def test_index_to_position_contiguous_matches_ravel_multi_index(learner, rng):
     for _ in range(40):
         shape = random_shape(rng, 1, 5, 6)
@@ -103,7 +104,7 @@ def test_index_to_position_contiguous_matches_ravel_multi_index(learner, rng):
         assert got == expected, f"index_to_position({index}, {strides}) gave {got}, expected {expected}"
 
 
-@exercise("3.2")
+@exercise("3.1")
 def test_index_to_position_reads_numpy_views(learner, rng):
     for _ in range(25):
         base, view = random_view(rng)
@@ -117,7 +118,7 @@ def test_index_to_position_reads_numpy_views(learner, rng):
             )
 
 
-@exercise("3.2")
+@exercise("3.1")
 def test_index_to_position_reads_minigrad_tensor_views(learner, rng):
     import minigrad.tensor as mt
 
@@ -134,7 +135,7 @@ def test_index_to_position_reads_minigrad_tensor_views(learner, rng):
             )
 
 
-@exercise("3.2")
+@exercise("3.1")
 def test_index_to_position_edge_cases(learner, rng):
     offset = rng.randint(1, 50)
     assert learner.index_to_position((), ()) == 0, "a 0-d tensor's only element is at position 0 + offset"
@@ -144,7 +145,7 @@ def test_index_to_position_edge_cases(learner, rng):
     assert learner.index_to_position((0, 0, 0), (12, 4, 1), offset) == offset
 
 
-# ------------------------------------------------------- 3.3 broadcast_shapes
+# ------------------------------------------------------- 3.2 broadcast_shapes
 
 def _broadcastable(rng, count: int):
     """``count`` shapes that broadcast together: each drops leading dims of a target and sets some sizes to 1."""
@@ -157,7 +158,7 @@ def _broadcastable(rng, count: int):
     return shapes
 
 
-@exercise("3.3")
+@exercise("3.2")
 def test_broadcast_shapes_matches_numpy(learner, rng):
     for _ in range(80):
         shapes = _broadcastable(rng, rng.randint(1, 4))
@@ -166,7 +167,7 @@ def test_broadcast_shapes_matches_numpy(learner, rng):
         assert got == expected, f"broadcast_shapes{tuple(shapes)} gave {got}, NumPy gives {expected}"
 
 
-@exercise("3.3")
+@exercise("3.2")
 def test_broadcast_shapes_rejects_mismatches(learner, rng):
     for _ in range(40):
         shapes = _broadcastable(rng, rng.randint(2, 3))
@@ -188,7 +189,7 @@ def test_broadcast_shapes_rejects_mismatches(learner, rng):
         must_raise(lambda: learner.broadcast_shapes(*bad), ("ValueError",), f"broadcast_shapes{tuple(bad)}")
 
 
-@exercise("3.3")
+@exercise("3.2")
 def test_broadcast_shapes_edge_cases(learner, rng):
     n = rng.randint(2, 6)
     cases = [
@@ -209,9 +210,9 @@ def test_broadcast_shapes_edge_cases(learner, rng):
         must_raise(lambda: learner.broadcast_shapes(*shapes), ("ValueError",), f"broadcast_shapes{tuple(shapes)}")
 
 
-# ------------------------------------------------------- 3.4 permute_strides
+# ------------------------------------------------------- 3.3 permute_strides and expand_strides
 
-@exercise("3.4")
+@exercise("3.3")
 def test_permute_strides_matches_numpy_transpose(learner, rng):
     for _ in range(40):
         base, view = random_view(rng)
@@ -230,7 +231,7 @@ def test_permute_strides_matches_numpy_transpose(learner, rng):
             assert base[position] == expected[index]
 
 
-@exercise("3.4")
+@exercise("3.3")
 def test_permute_strides_negative_dims(learner, rng):
     for _ in range(20):
         shape = random_shape(rng, 1, 5, 5)
@@ -242,7 +243,7 @@ def test_permute_strides_negative_dims(learner, rng):
         ), f"permute_strides({shape}, {strides}, {negative}): negative dims count from the end"
 
 
-@exercise("3.4")
+@exercise("3.3")
 def test_permute_strides_rejects_bad_dims(learner, rng):
     n = rng.randint(3, 4)
     shape = random_shape(rng, n, n, 5)
@@ -260,7 +261,7 @@ def test_permute_strides_rejects_bad_dims(learner, rng):
                    f"permute_strides({shape}, {strides}, {dims})")
 
 
-@exercise("3.4")
+@exercise("3.3")
 def test_permute_strides_edge_cases(learner, rng):
     import minigrad.tensor as mt
 
@@ -274,3 +275,269 @@ def test_permute_strides_edge_cases(learner, rng):
         assert tuple(map(tuple, learner.permute_strides(x.shape, x.strides, dims))) == (
             expected.shape, expected.strides
         ), f"permute_strides agrees with Tensor.permute{dims}"
+
+
+def _grown(rng, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape ``shape`` broadcasts to: maybe new leading dimensions, some sizes of 1 grown."""
+    lead = tuple(rng.randint(1, 3) for _ in range(rng.randint(0, 2)))
+    return lead + tuple(rng.randint(2, 4) if n == 1 and rng.random() < 0.6 else n for n in shape)
+
+
+@exercise("3.3")
+def test_expand_strides_read_what_numpy_broadcast_to_reads(learner, rng):
+    for _ in range(30):
+        base, view = random_view(rng)
+        view = view[tuple(slice(0, 1) if rng.random() < 0.4 else slice(None) for _ in view.shape)]
+        shape, strides, offset = view.shape, element_strides(view), storage_offset(view, base)
+        new_shape = _grown(rng, shape)
+        expected = np.broadcast_to(view, new_shape)
+        got = _as_tuple_of_ints(learner.expand_strides(shape, strides, new_shape),
+                                f"expand_strides({shape}, {strides}, {new_shape})")
+        assert len(got) == len(new_shape), (
+            f"expand_strides({shape}, {strides}, {new_shape}) gave {len(got)} strides for {len(new_shape)} dimensions"
+        )
+        for index in all_indices(new_shape):
+            position = offset + sum(i * s for i, s in zip(index, got))
+            assert 0 <= position < base.size and base[position] == expected[index], (
+                f"expand_strides({shape}, {strides}, {new_shape}) gave {got}: at index {index} they read "
+                f"storage position {position}, but the expanded view's element there is the one at position "
+                f"{int(np.flatnonzero(base == expected[index])[0])} (storage offset {offset})"
+            )
+
+
+@exercise("3.3")
+def test_expand_strides_rejects_sizes_that_cannot_grow(learner, rng):
+    a, b = rng.sample(range(2, 7), 2)
+    bad = [
+        ((a,), (1,), (b,)),  # a size other than 1 cannot change
+        ((a, 1), (1, 1), (b, 3)),
+        ((a, b), (b, 1), (b,)),  # fewer dimensions
+    ]
+    for shape, strides, new_shape in bad:
+        must_raise(lambda: learner.expand_strides(shape, strides, new_shape), ("ValueError",),
+                   f"expand_strides({shape}, {strides}, {new_shape})")
+
+
+@exercise("3.3")
+def test_expand_strides_edge_cases(learner, rng):
+    n = rng.randint(2, 6)
+    cases = [
+        (((), (), (n, 3)), (0, 0)),  # a 0-d tensor read everywhere
+        (((1,), (7,), (n,)), (0,)),  # a grown size-1 dimension never moves, whatever its stride was
+        (((n,), (3,), (2, n)), (0, 3)),  # a new leading dimension never moves; the old stride stays
+        (((n, 1), (1, 1), (n, 1)), (1, 1)),  # nothing grows: the strides are unchanged
+    ]
+    for args, expected in cases:
+        got = _as_tuple_of_ints(learner.expand_strides(*args), f"expand_strides{args}")
+        assert got == expected, f"expand_strides{args} gave {got}, expected {expected}"
+
+
+# ------------------------------------------------------- 3.4 view_strides
+
+def _trusted_strides_for_shape(shape):
+    return tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape)))
+
+
+def _trusted_index_to_position(index, strides, offset=0):
+    return offset + sum(i * s for i, s in zip(index, strides))
+
+
+def _trusted_broadcast_shapes(*shapes):
+    return tuple(np.broadcast_shapes(*shapes))
+
+
+TRUSTED = {
+    "strides_for_shape": _trusted_strides_for_shape,
+    "index_to_position": _trusted_index_to_position,
+    "broadcast_shapes": _trusted_broadcast_shapes,
+}
+
+
+def _with_trusted(submission, run):
+    """(child side) ``run()`` while the other exercises' functions in the learner's module are the trusted ones."""
+    saved = {name: vars(submission).get(name) for name in TRUSTED}
+    for name, trusted in TRUSTED.items():
+        setattr(submission, name, trusted)
+    try:
+        return run()
+    finally:
+        for name, original in saved.items():
+            setattr(submission, name, original)
+
+
+@probe
+def view_strides_each(submission, state, cases):
+    """The learner's ``view_strides`` on each (shape, strides, new_shape); the other exercises trusted."""
+    return _with_trusted(submission, lambda: [submission.view_strides(*case) for case in cases])
+
+
+def _factorization(rng, n: int) -> tuple[int, ...]:
+    """A random shape with ``n`` elements, maybe with sizes of 1 inserted."""
+    shape = []
+    while n > 1:
+        d = rng.choice([d for d in range(2, n + 1) if n % d == 0])
+        shape.append(d)
+        n //= d
+    for _ in range(rng.randint(0, 2)):
+        shape.insert(rng.randint(0, len(shape)), 1)
+    return tuple(shape)
+
+
+def _numpy_view(view: np.ndarray, new_shape):
+    """NumPy's reshape of ``view`` without a copy, or None when it needs one."""
+    try:
+        return np.reshape(view, new_shape, copy=False)
+    except ValueError:
+        return None
+
+
+def _check_view_strides(base, view, new_shape, got) -> None:
+    shape, strides, offset = view.shape, element_strides(view), storage_offset(view, base)
+    call = f"view_strides({shape}, {strides}, {new_shape})"
+    expected = _numpy_view(view, new_shape)
+    if expected is None:
+        assert got is None, (
+            f"{call} gave {got!r}, but no strides can read this layout as {new_shape} without a copy "
+            f"(a view of it with those strides would read the elements in another order); return None"
+        )
+        return
+    assert got is not None, f"{call} returned None, but this layout can be read as {new_shape} without a copy"
+    got = _as_tuple_of_ints(got, call)
+    assert len(got) == len(new_shape), f"{call} gave {len(got)} strides for {len(new_shape)} dimensions"
+    for index in all_indices(new_shape):
+        position = offset + sum(i * s for i, s in zip(index, got))
+        assert 0 <= position < base.size and base[position] == expected[index], (
+            f"{call} gave {got}: at index {index} they read storage position {position} (storage offset "
+            f"{offset}), which is not the element the reshaped view holds there"
+        )
+
+
+@exercise("3.4")
+def test_view_strides_agree_with_numpy_on_random_views(learner, rng):
+    cases = []
+    for _ in range(40):
+        base, view = random_view(rng)
+        shapes = [_factorization(rng, view.size), (view.size,), view.shape + (1,)]
+        if view.ndim >= 2:  # merge two neighbouring dimensions, or split the last one
+            d = rng.randrange(view.ndim - 1)
+            shapes.append(view.shape[:d] + (view.shape[d] * view.shape[d + 1],) + view.shape[d + 2:])
+        cases.extend((base, view, tuple(s)) for s in shapes)
+    answers = learner.probe("view_strides_each", [(v.shape, element_strides(v), s) for _, v, s in cases])
+    for (base, view, new_shape), got in zip(cases, answers):
+        _check_view_strides(base, view, new_shape, got)
+
+
+@exercise("3.4")
+def test_view_strides_edge_cases(learner, rng):
+    n = rng.randint(2, 5)
+    base = np.arange(4.0 * n)
+    row = base[:n]
+    cases = [
+        (base, base.reshape(4, n), (4 * n,)),  # contiguous: always a view
+        (base, base.reshape(4, n).T, (4 * n,)),  # transposed: a copy is needed
+        (base, base.reshape(4, n).T, (n, 2, 2)),  # splitting a transposed dimension is free
+        (base, np.broadcast_to(row, (3, n)), (3 * n,)),  # a broadcast row cannot be flattened
+        (base, np.broadcast_to(row, (3, n)), (3, n, 1)),
+        (base, base.reshape(4, n)[:, :1], (4,)),  # a column: size-1 dimensions never move
+        (base, base[::2].reshape(2 * n, 1), (2, n)),  # a stepped slice keeps its step
+        (base, base[:1].reshape(()), (1, 1)),  # a 0-d tensor grows size-1 dimensions
+    ]
+    answers = learner.probe("view_strides_each", [(v.shape, element_strides(v), s) for _, v, s in cases])
+    for (b, view, new_shape), got in zip(cases, answers):
+        _check_view_strides(b, view, new_shape, got)
+    mismatch = learner.probe("view_strides_each", [((n, 3), (3, 1), (n, 4)), ((2, n), (n, 1), (2 * n + 1,))])
+    assert mismatch == [None, None], (
+        f"view_strides gave {mismatch} for a new shape with a different number of elements; return None"
+    )
+
+
+# ------------------------------------------------------- 3.5 strided_map
+
+MAPS = {
+    "identity": lambda v: v,
+    "affine": lambda v: 3 * v - 1,
+    "square": lambda v: v * v,
+}
+
+
+@probe
+def run_strided_map(submission, state, fn_name, source, source_layout, out, out_layout):
+    """The learner's ``strided_map`` (the other exercises trusted): the ``out`` storage after it and how often fn ran."""
+    calls = [0]
+    fn = MAPS[fn_name]
+
+    def counted(value):
+        calls[0] += 1
+        return fn(value)
+
+    out = list(out)
+    _with_trusted(submission, lambda: submission.strided_map(
+        counted, list(source), submission.Layout(*source_layout), out, submission.Layout(*out_layout)))
+    return {"out": out, "calls": calls[0]}
+
+
+def _out_layout(rng, shape):
+    """A layout of ``shape`` in a larger storage: a permuted row-major block at an offset."""
+    order = rng.sample(range(len(shape)), len(shape))
+    block = element_strides(np.empty(tuple(shape[d] for d in order)))
+    strides = [0] * len(shape)
+    for i, d in enumerate(order):
+        strides[d] = block[i]
+    offset = rng.randint(0, 4)
+    return (tuple(shape), tuple(strides), offset), offset + int(np.prod(shape, dtype=np.int64)) + rng.randint(0, 3)
+
+
+def _check_strided_map(learner, rng, base, view, out_shape, fn_name) -> None:
+    source_layout = (view.shape, element_strides(view), storage_offset(view, base))
+    out_layout, size = _out_layout(rng, out_shape)
+    sentinel = -1000.5
+    answer = learner.probe("run_strided_map", fn_name, base.tolist(), source_layout, [sentinel] * size, out_layout)
+    got, calls = answer["out"], answer["calls"]
+    call = f"strided_map(fn, source, Layout{source_layout}, out, Layout{out_layout})"
+    assert isinstance(got, list) and len(got) == size, f"{call}: out must stay a storage of {size} elements"
+    expected = MAPS[fn_name](np.broadcast_to(view, out_shape).astype(np.float64))
+    written = set()
+    for index in all_indices(out_shape):
+        _, strides, offset = out_layout
+        position = offset + sum(i * s for i, s in zip(index, strides))
+        written.add(position)
+        assert got[position] == expected[index], (
+            f"{call}: out[{position}] (output index {index}) is {got[position]}, expected {expected[index]}; "
+            f"the source element for that index is {np.broadcast_to(view, out_shape)[index]}"
+        )
+    for position, value in enumerate(got):
+        assert position in written or value == sentinel, (
+            f"{call}: out[{position}] changed, but no output index lives there under the out layout"
+        )
+    n = len(written)
+    assert calls == n, f"{call}: fn ran {calls} times for {n} output elements; it runs once per output element"
+
+
+@exercise("3.5")
+def test_strided_map_copies_views_into_any_layout(learner, rng):
+    for _ in range(12):
+        base, view = random_view(rng)
+        base += rng.randint(1, 9)  # in place, so the view sees it: values that are not their positions
+        _check_strided_map(learner, rng, base, view, view.shape, rng.choice(sorted(MAPS)))
+
+
+@exercise("3.5")
+def test_strided_map_broadcasts_the_source(learner, rng):
+    for _ in range(12):
+        base, view = random_view(rng, allow_negative=False)
+        base += rng.randint(1, 9)
+        view = view[tuple(slice(0, 1) if rng.random() < 0.4 else slice(None) for _ in view.shape)]
+        _check_strided_map(learner, rng, base, view, _grown(rng, view.shape), rng.choice(sorted(MAPS)))
+
+
+@exercise("3.5")
+def test_strided_map_edge_cases(learner, rng):
+    value = float(rng.randint(2, 9))
+    base = np.array([0.0, value, 0.0])
+    zero_d = base[1:2].reshape(())
+    _check_strided_map(learner, rng, base, zero_d, (), "affine")  # one element, both at offsets
+    _check_strided_map(learner, rng, base, zero_d, (2, rng.randint(2, 4)), "square")  # a 0-d source everywhere
+    n = rng.randint(2, 5)
+    column = np.arange(1.0, n + 1)
+    _check_strided_map(learner, rng, column, column.reshape(n, 1), (n, 3), "identity")
+    _check_strided_map(learner, rng, column, column[:0], (0,), "identity")  # no elements: nothing written

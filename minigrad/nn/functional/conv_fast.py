@@ -29,14 +29,14 @@ that each of col2im's ``kh*kw`` adds reads one contiguous block, and with
 transposing copy of ``G``. The bias gradient, a column sum of a tall, narrow
 matrix, is a matrix-vector product with a vector of ones: BLAS does it ~10x
 faster than NumPy's ``sum(axis=0)`` on such a shape. Products go through
-``grad_rules.product`` (float16 multiplied in float32 on the CPU).
+``fast_float16.product`` (float16 multiplied in float32 on the CPU).
 """
 
 from __future__ import annotations
 
 from minigrad.nn.functional._utils import as_strided, in_memory_format, is_channels_last
 from minigrad.tensor import Function, array_module
-from minigrad.tensor.grad_rules import product
+from minigrad.tensor.fast_float16 import product
 from minigrad.tensor.hooks import report_temporary
 
 __all__ = [

@@ -1,0 +1,136 @@
+"""Turning ``syncthreads()`` into ``yield``: how a Python thread can wait at a barrier.
+
+A barrier means "stop here until every thread of the block is here too".
+The simulator runs a block's threads one at a time, so each thread must be
+able to *pause* at a barrier and be resumed later. Python generators do
+exactly that: this module rewrites the kernel's source so every
+``syncthreads()`` statement becomes ``yield <line number>``, which makes the
+kernel a generator function. Calling it gives one paused thread; ``next()``
+runs that thread up to its next barrier (the yielded line says which one) or
+to its end (``StopIteration``). The scheduler in ``simulator.py`` does the
+rest.
+
+Warp shuffles (``shfl_down_sync`` and friends, see ``warps.py``) are
+meeting points too: each call becomes a ``yield`` of the request, and the
+scheduler sends the exchanged value back in as the call's result.
+
+Because the rewrite is a source transformation, barriers inside loops and
+``if`` blocks work as written. A barrier must be a statement of the kernel's
+own body (``jit.syncthreads()`` or ``syncthreads()`` on its own line); the
+rewritten function keeps the original file name and line numbers, so
+tracebacks point at the learner's code.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import types
+
+from minigrad.gpu.errors import KernelError
+
+BARRIER_NAMES = ("syncthreads",)
+SHUFFLE_NAMES = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync")
+
+
+def _called_name(node: ast.AST) -> str | None:
+    if not isinstance(node, ast.Call):
+        return None
+    function = node.func
+    return function.id if isinstance(function, ast.Name) else getattr(function, "attr", None)
+
+
+def _is_barrier_call(node: ast.AST) -> bool:
+    return _called_name(node) in BARRIER_NAMES and not node.args and not node.keywords
+
+
+class _BarriersToYields(ast.NodeTransformer):
+    """Replace each ``syncthreads()`` statement by ``yield <line>`` and each warp shuffle call by
+    ``(yield (name, mask, value, val_id, width, line))``; leave nested scopes alone."""
+
+    def __init__(self):
+        self.barriers = 0
+
+    def visit_Expr(self, node: ast.Expr):
+        if _is_barrier_call(node.value):
+            self.barriers += 1
+            return ast.copy_location(ast.Expr(ast.Yield(ast.Constant(node.lineno))), node)
+        return self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call):
+        node = self.generic_visit(node)
+        name = _called_name(node)
+        if name not in SHUFFLE_NAMES or len(node.args) != 3 or any(k.arg != "width" for k in node.keywords):
+            return node  # not a shuffle, or malformed: the real function runs and explains
+        width = node.keywords[0].value if node.keywords else ast.Constant(32)
+        self.barriers += 1
+        request = ast.Tuple([ast.Constant(name), *node.args, width, ast.Constant(node.lineno)], ast.Load())
+        return ast.copy_location(ast.Yield(request), node)
+
+    def visit_FunctionDef(self, node):  # nested scopes cannot pause the kernel
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_Lambda = visit_FunctionDef
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_FunctionDef
+
+
+def _kernel_source(func) -> tuple[ast.FunctionDef, str]:
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+    except (OSError, TypeError) as exc:
+        raise KernelError(
+            f"kernel '{func.__name__}': the simulator needs the kernel's Python source and cannot find it "
+            f"({exc}); define kernels with def in a file or a notebook cell"
+        ) from None
+    tree = ast.parse(source)
+    definition = tree.body[0]
+    if not isinstance(definition, ast.FunctionDef):
+        raise KernelError(f"kernel '{func.__name__}': a kernel must be a plain def function")
+    ast.increment_lineno(tree, func.__code__.co_firstlineno - 1)
+    return definition, func.__code__.co_filename
+
+
+def thread_program(func) -> tuple[types.FunctionType, int]:
+    """The function the simulator runs per thread, and how many meeting points (barriers, shuffles) it has.
+
+    Without them it is ``func`` itself (each thread is one call). With them
+    it is a generator function equal to ``func`` except that each
+    ``syncthreads()`` yields its line number and each warp shuffle yields its
+    request and receives its result. Globals and closure variables are
+    shared with ``func``.
+    """
+    names = func.__code__.co_names + func.__code__.co_freevars
+    if not any(name in names for name in BARRIER_NAMES + SHUFFLE_NAMES):
+        return func, 0  # nothing to rewrite (and no source needed)
+    definition, filename = _kernel_source(func)
+    rewriter = _BarriersToYields()
+    definition.body = [rewriter.visit(statement) for statement in definition.body]
+    if rewriter.barriers == 0:  # only calls in forms it cannot pause at: the functions themselves explain
+        return func, 0
+    definition.decorator_list = []
+    # Compile the def inside a wrapper that binds the closure variables, so
+    # they stay free variables (not globals) in the rewritten function.
+    free = list(func.__code__.co_freevars)
+    wrapper = ast.FunctionDef(
+        name="_minigrad_wrapper",
+        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[ast.Assign(targets=[ast.Name(name, ast.Store())], value=ast.Constant(None)) for name in free]
+        + [definition],
+        decorator_list=[],
+        returns=None,
+    )
+    if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
+        wrapper.type_params = []
+    module = ast.Module(body=[wrapper], type_ignores=[])
+    ast.fix_missing_locations(module)
+    code = compile(module, filename, "exec")
+    wrapper_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    kernel_code = next(
+        c for c in wrapper_code.co_consts if isinstance(c, types.CodeType) and c.co_name == func.__name__
+    )
+    cells = dict(zip(func.__code__.co_freevars, func.__closure__ or ()))
+    closure = tuple(cells[name] for name in kernel_code.co_freevars)
+    program = types.FunctionType(kernel_code, func.__globals__, func.__name__, func.__defaults__, closure or None)
+    return program, rewriter.barriers

@@ -1,0 +1,311 @@
+"""Instrumented memory: the global arrays a kernel is given and the shared arrays a block allocates.
+
+Every element access goes through ``__getitem__``/``__setitem__`` here,
+which (1) checks the index against the array's shape - a negative index is
+out of bounds, as on a GPU, not NumPy's count-from-the-end - (2) adds the
+element's bytes to the launch's counters and (3), for shared memory, reports
+the access to the block's race detector. Values keep the array's dtype: a
+global read returns a NumPy scalar of it, a shared array stores NumPy scalars
+of its dtype, so float32 arithmetic stays float32.
+
+Shared memory is per block: the first thread of a block that calls
+``shared_memory(dtype, size)`` at a given place in the kernel allocates the
+array, every other thread of that block calling from the same place gets
+the same array (CUDA's ``__shared__`` declaration); the next block gets
+fresh ones. Fresh shared memory is not zeroed on a GPU; here floating-point
+shared arrays start as NaN (integers as the dtype's maximum) so that reading
+an element before writing it shows up in the result.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import sys
+
+import numpy as np
+
+from minigrad.gpu.errors import KernelError, OutOfBoundsError, where
+from minigrad.gpu import races
+from minigrad.gpu.races import MANY, RaceDetector
+from minigrad.gpu.threads import CURRENT
+
+
+_OWN_FILES = {os.path.abspath(__file__), os.path.abspath(races.__file__)}
+
+
+def _kernel_frame():
+    """The frame of the learner's code (kernel or device function) that made the access (error paths only)."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename) in _OWN_FILES:
+        frame = frame.f_back
+    return frame
+
+
+def _kernel_line() -> int:
+    """The source line of the learner's code being executed (0 if unknown)."""
+    frame = _kernel_frame()
+    return frame.f_lineno if frame is not None else 0
+
+
+def _local_name(array) -> str | None:
+    """The kernel's local variable bound to ``array``, for messages."""
+    frame = _kernel_frame()
+    if frame is not None:
+        for name, value in frame.f_locals.items():
+            if value is array:
+                return name
+    return None
+
+
+def _as_index(index, ndim: int, describe):
+    """``index`` as a tuple of ``ndim`` Python ints, or a KernelError saying what is wrong."""
+    parts = index if type(index) is tuple else (index,)
+    if len(parts) != ndim:
+        raise KernelError(
+            f"{describe()} is {ndim}-D but was indexed with {len(parts)} "
+            f"{'index' if len(parts) == 1 else 'indices'} {index!r}; give one integer per axis, e.g. a[i, j]"
+        )
+    try:
+        return tuple(operator.index(part) for part in parts)
+    except TypeError:
+        raise KernelError(
+            f"{describe()} was indexed with {index!r}; kernels index one element at a time with "
+            f"integers (no slices, no float indices: use // for integer division)"
+        ) from None
+
+
+class GlobalArray:
+    """A NumPy array passed to a kernel, seen through bounds checks and traffic counters."""
+
+    __slots__ = ("_data", "name", "shape", "ndim", "size", "dtype", "_itemsize", "_length", "_stats")
+
+    def __init__(self, data: np.ndarray, name: str, stats):
+        self._data = data
+        self.name = name
+        self.shape = data.shape
+        self.ndim = data.ndim
+        self.size = data.size
+        self.dtype = data.dtype
+        self._itemsize = data.dtype.itemsize
+        self._length = data.shape[0] if data.ndim == 1 else -1
+        self._stats = stats
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, index):
+        if type(index) is not int or not 0 <= index < self._length:
+            index = self._checked(index, "read")
+        self._stats.global_load_bytes += self._itemsize
+        return self._data[index]
+
+    def __setitem__(self, index, value):
+        if type(index) is not int or not 0 <= index < self._length:
+            index = self._checked(index, "write")
+        self._stats.global_store_bytes += self._itemsize
+        self._data[index] = value
+
+    def _atomic_add(self, index, value):
+        old = self._data[index]
+        self._data[index] = old + value
+        return old
+
+    def _describe(self) -> str:
+        return f"global array '{self.name}' ({self.dtype}{list(self.shape)})"
+
+    def _checked(self, index, access: str):
+        if type(index) is tuple and len(index) == self.ndim:
+            for i, n in zip(index, self.shape):
+                if type(i) is not int or not 0 <= i < n:
+                    break
+            else:
+                return index
+        key = _as_index(index, self.ndim, self._describe)
+        for axis, (i, n) in enumerate(zip(key, self.shape)):
+            if not 0 <= i < n:
+                shown = key[0] if self.ndim == 1 else key
+                raise OutOfBoundsError(
+                    f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: out-of-bounds {access} "
+                    f"{self.name}[{shown}] (line {_kernel_line()}): argument '{self.name}' has shape "
+                    f"{self.shape}, so axis {axis} takes indices 0..{n - 1}. On a GPU this {access} would "
+                    f"silently corrupt memory or crash. Guard it with a bounds check such as `if i < n:`."
+                )
+        return key[0] if self.ndim == 1 else key
+
+    def __repr__(self) -> str:
+        return f"<{self._describe()} in a simulated kernel>"
+
+
+class SharedArray:
+    """One ``__shared__`` array of one block: bounds-checked, counted, race-checked."""
+
+    __slots__ = ("_values", "_scalar", "label", "size", "shape", "dtype", "_itemsize", "_races", "_accesses",
+                 "_stats")
+
+    def __init__(self, dtype: np.dtype, size: int, label: str, stats):
+        fill = np.nan if dtype.kind in "fc" else (np.iinfo(dtype).max if dtype.kind in "iu" else 0)
+        self._scalar = dtype.type
+        # A list of NumPy scalars of the array's dtype: reading one is a list lookup (the hot path of
+        # tiled kernels) and arithmetic on it still rounds as the dtype does.
+        self._values = [self._scalar(fill)] * size
+        self.label = label
+        self.size = size
+        self.shape = (size,)
+        self.dtype = dtype
+        self._itemsize = dtype.itemsize
+        self._stats = stats
+        self._races = RaceDetector(self._race_message)
+        self._accesses = self._races.accesses
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index):
+        if type(index) is not int or not 0 <= index < self.size:
+            index = self._checked(index, "read")
+        record = self._accesses.get(index)
+        if record is None or record[1] != MANY or record[0] is not None or record[2] is not None:
+            # Not the common "only read, by several threads" case: let the detector check and record.
+            self._races.read(index, CURRENT.linear_thread, sys._getframe(1).f_lineno)
+        self._stats.shared_load_bytes += self._itemsize
+        return self._values[index]
+
+    def __setitem__(self, index, value):
+        if type(index) is not int or not 0 <= index < self.size:
+            index = self._checked(index, "write")
+        self._races.write(index, CURRENT.linear_thread, sys._getframe(1).f_lineno)
+        self._stats.shared_store_bytes += self._itemsize
+        self._values[index] = self._scalar(value)
+
+    def _atomic_add(self, index, value):
+        old = self._values[index]
+        self._values[index] = self._scalar(old + value)
+        return old
+
+    def barrier(self) -> None:
+        self._races.new_epoch()
+
+    def _name(self) -> str:
+        local = _local_name(self)
+        return f"shared array '{local}' ({self.label})" if local else f"shared array ({self.label})"
+
+    def _describe(self) -> str:
+        return self._name()
+
+    def _checked(self, index, access: str):
+        (i,) = _as_index(index, 1, self._describe)
+        if not 0 <= i < self.size:
+            name = _local_name(self) or "shared"
+            raise OutOfBoundsError(
+                f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: out-of-bounds {access} "
+                f"{name}[{i}] (line {_kernel_line()}): {self._name()} holds {self.size} "
+                f"elements (indices 0..{self.size - 1}). On a GPU this {access} would silently touch another "
+                f"array's shared memory. Check the index arithmetic or size the array for the whole block."
+            )
+        return i
+
+    def _race_message(self, address, thread, line, verb, other, other_line, other_verb) -> str:
+        me = CURRENT.thread_name(thread)
+        if other == MANY:
+            them = f"other threads of the block {other_verb} it (first on line {other_line})"
+        else:
+            them = f"thread {CURRENT.thread_name(other)} {other_verb} it on line {other_line}"
+        name = _local_name(self) or "shared"
+        return (
+            f"{where(CURRENT.kernel, CURRENT.block_idx, me)}: shared-memory data race on {name}[{address}] "
+            f"(shared {self.label}): this thread {verb} it on line {line}, and {them}, with no "
+            f"syncthreads() in between. Threads of a block run in no fixed order between barriers, so the "
+            f"result depends on timing. Put a jit.syncthreads() between the two accesses "
+            f"(reached by every thread of the block)."
+        )
+
+    def __repr__(self) -> str:
+        return f"<shared array ({self.label}) in a simulated kernel>"
+
+
+SHARED_BYTES_PER_BLOCK = 48 * 1024  # CUDA's limit without opting in to more (same on every card since 2010)
+
+
+class BlockMemory:
+    """The shared arrays of the block being simulated, found by the place in the kernel that declares them."""
+
+    def __init__(self, stats, dynamic_bytes: int):
+        self._stats = stats
+        self._arrays: dict = {}
+        self._dynamic_bytes = dynamic_bytes
+        self._bytes = 0
+
+    def allocate(self, dtype, size, site) -> SharedArray:
+        array = self._arrays.get(site)
+        if array is not None and size == array.size and dtype == array.dtype:
+            return array
+        dtype = np.dtype(dtype)
+        if size is None:
+            if self._dynamic_bytes < dtype.itemsize:
+                raise KernelError(
+                    f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: "
+                    f"jit.shared_memory({dtype}, None) asks for dynamic shared memory, but the launch gave "
+                    f"{self._dynamic_bytes} bytes; launch with kernel[grid, block](*args, shared_mem=NBYTES)"
+                )
+            size = self._dynamic_bytes // dtype.itemsize
+            kind = "dynamic "
+        else:
+            try:
+                size = operator.index(size)
+            except TypeError:
+                raise KernelError(
+                    f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: jit.shared_memory size "
+                    f"must be an integer known when the kernel is compiled, got {size!r}"
+                ) from None
+            kind = ""
+        if array is None:
+            self._bytes += size * dtype.itemsize
+            if self._bytes > SHARED_BYTES_PER_BLOCK:
+                raise KernelError(
+                    f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: shared memory of "
+                    f"{self._bytes:,} bytes per block (with this {dtype}[{size}]) exceeds CUDA's "
+                    f"{SHARED_BYTES_PER_BLOCK:,} bytes; use smaller tiles or fewer shared arrays"
+                )
+            label = f"{kind}{dtype}[{size}]"
+            array = self._arrays[site] = SharedArray(dtype, size, label, self._stats)
+        elif array.dtype != dtype or array.size != size:
+            raise KernelError(
+                f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: jit.shared_memory declared "
+                f"{array.dtype}[{array.size}] for this block, but this thread asks for {dtype}[{size}] at the "
+                f"same place; a __shared__ array has one dtype and one size for the whole block"
+            )
+        return array
+
+    def barrier(self) -> None:
+        for array in self._arrays.values():
+            array.barrier()
+
+
+def shared_memory(dtype, size):
+    """Declare a block's shared array of ``size`` elements (``None``: the launch's dynamic ``shared_mem``)."""
+    memory = CURRENT.memory
+    if memory is None:
+        CURRENT.thread_idx[0]  # outside a launch: raises the explanation
+    caller = sys._getframe(1)
+    return memory.allocate(dtype, size, (caller.f_code, caller.f_lasti))
+
+
+def atomic_add(array, index, value):
+    """Add ``value`` to ``array[index]`` as one indivisible step; return the old value."""
+    if isinstance(array, SharedArray):
+        if type(index) is not int or not 0 <= index < array.size:
+            index = array._checked(index, "atomic_add on")
+        array._races.atomic(index, CURRENT.linear_thread, sys._getframe(1).f_lineno)
+    elif isinstance(array, GlobalArray):
+        if type(index) is not int or not 0 <= index < array._length:
+            index = array._checked(index, "atomic_add on")
+    else:
+        if CURRENT.kernel is None:
+            CURRENT.thread_idx[0]
+        raise KernelError(
+            f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: jit.atomic_add needs a kernel "
+            f"argument array or a shared array as its first argument, got {type(array).__name__}"
+        )
+    CURRENT.stats.atomics += 1
+    return array._atomic_add(index, value)

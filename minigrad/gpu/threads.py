@@ -1,0 +1,130 @@
+"""Which simulated thread is running, and the built-in variables that read it.
+
+On a GPU, ``threadIdx``, ``blockIdx``, ``blockDim`` and ``gridDim`` are
+registers every thread reads. The simulator runs one thread at a time on
+the CPU, so before it resumes a thread it records that thread's position in
+the single :data:`CURRENT` object, and the built-ins read from there. The
+kernel code never notices: ``jit.threadIdx.x`` is an attribute lookup either
+way.
+
+Invariant: outside a simulated launch :data:`CURRENT` holds no position,
+and reading a built-in raises a :class:`KernelError` that says so.
+"""
+
+from __future__ import annotations
+
+from minigrad.gpu.errors import KernelError
+
+
+class _NoLaunch:
+    """Stands in for a position outside any launch: indexing it explains the mistake."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __getitem__(self, axis):
+        raise KernelError(
+            f"jit.{self.name} only has a value inside a running kernel: launch the kernel as "
+            f"kernel[grid, block](*args) instead of reading {self.name} (or calling the kernel's code) directly"
+        )
+
+
+class SimulatedPosition:
+    """The launch, block and thread the simulator is executing right now."""
+
+    def __init__(self):
+        self.end_launch()
+
+    def begin_launch(self, kernel: str, grid: tuple, block: tuple, stats) -> None:
+        self.kernel = kernel
+        self.grid_dim = grid
+        self.block_dim = block
+        self.stats = stats
+
+    def enter_block(self, block_idx: tuple, memory) -> None:
+        self.block_idx = block_idx
+        self.memory = memory
+
+    def enter_thread(self, thread_idx: tuple, linear: int) -> None:
+        self.thread_idx = thread_idx
+        self.linear_thread = linear
+
+    def end_launch(self) -> None:
+        self.kernel = None
+        self.grid_dim = _NoLaunch("gridDim")
+        self.block_dim = _NoLaunch("blockDim")
+        self.block_idx = _NoLaunch("blockIdx")
+        self.thread_idx = _NoLaunch("threadIdx")
+        self.linear_thread = -1
+        self.stats = None
+        self.memory = None
+
+    def thread_name(self, linear: int) -> tuple[int, int, int]:
+        """The ``(x, y, z)`` threadIdx of a thread given its linear index in the block (x varies fastest)."""
+        bx, by, _ = self.block_dim
+        return (linear % bx, (linear // bx) % by, linear // (bx * by))
+
+
+CURRENT = SimulatedPosition()
+
+
+class _Dim3Register:
+    """A built-in ``dim3`` variable (``threadIdx``, ``blockIdx``, ...) with ``.x``, ``.y``, ``.z``."""
+
+    def __init__(self, name: str, field: str):
+        self._name = name
+        self._field = field
+
+    @property
+    def x(self) -> int:
+        return getattr(CURRENT, self._field)[0]
+
+    @property
+    def y(self) -> int:
+        return getattr(CURRENT, self._field)[1]
+
+    @property
+    def z(self) -> int:
+        return getattr(CURRENT, self._field)[2]
+
+    def __repr__(self) -> str:
+        return f"minigrad.gpu.jit.{self._name}"
+
+
+threadIdx = _Dim3Register("threadIdx", "thread_idx")
+blockIdx = _Dim3Register("blockIdx", "block_idx")
+blockDim = _Dim3Register("blockDim", "block_dim")
+gridDim = _Dim3Register("gridDim", "grid_dim")
+
+
+def _check_ndim(name: str, ndim: int) -> None:
+    if ndim not in (1, 2, 3):
+        raise KernelError(f"jit.{name}(ndim) takes ndim = 1, 2 or 3, got {ndim!r}")
+
+
+def grid(ndim: int):
+    """This thread's global index: ``blockIdx * blockDim + threadIdx`` per axis (an int for 1-D, else a tuple)."""
+    _check_ndim("grid", ndim)
+    b, d, t = CURRENT.block_idx, CURRENT.block_dim, CURRENT.thread_idx
+    if ndim == 1:
+        return b[0] * d[0] + t[0]
+    return tuple(b[axis] * d[axis] + t[axis] for axis in range(ndim))
+
+
+def gridsize(ndim: int):
+    """The total number of threads per axis, ``blockDim * gridDim`` (the stride of a grid-stride loop)."""
+    _check_ndim("gridsize", ndim)
+    d, g = CURRENT.block_dim, CURRENT.grid_dim
+    if ndim == 1:
+        return d[0] * g[0]
+    return tuple(d[axis] * g[axis] for axis in range(ndim))
+
+
+def laneid() -> int:
+    """This thread's index within its warp of 32 (threads are grouped into warps by linear index)."""
+    if CURRENT.kernel is None:
+        _NoLaunch("laneid()")[0]
+    return CURRENT.linear_thread % warpsize
+
+
+warpsize = 32

@@ -1,0 +1,84 @@
+"""Update kernels per device type: the optimizers' device extension point.
+
+Each optimizer asks ``update_kernel(name, device, default)`` for the function
+that does its arithmetic on one parameter (``"sgd"``, ``"adam"``,
+``"rmsprop"``). Nothing registered: the plain NumPy rule it passes as
+``default`` (:mod:`minigrad.optim.functional`, ``rmsprop.rmsprop_update``).
+A later stage (fused CUDA kernels in ``minigrad.gpu``) or a learner's own rule
+plugs in with ``register_update_kernel`` without patching the optimizers.
+
+Invariants
+- A registered kernel takes the same arguments as the default it replaces.
+- With no allocation observer registered the lookup adds nothing to a step
+  but one dict lookup; with one, the scratch memory of each call is reported
+  (:func:`minigrad.tensor.hooks.scratch`).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from minigrad.tensor import hooks
+
+__all__ = ["register_update_kernel", "update_kernel"]
+
+_KERNELS: dict[tuple[str, str], Callable] = {}
+
+
+def register_update_kernel(name: str, device_type: str, fn: Callable | None) -> Callable | None:
+    """Use ``fn`` for update rule ``name`` ("sgd", "adam", "rmsprop") on ``device_type``; returns the previous one.
+
+    ``fn`` takes the same arguments as the default rule of that name.
+    ``None`` restores the default.
+    """
+    key = (str(name), str(device_type))
+    previous = _KERNELS.pop(key, None)
+    if fn is not None:
+        if not callable(fn):
+            raise TypeError(f"register_update_kernel: expected a callable, got {fn!r}")
+        _KERNELS[key] = fn
+    return previous
+
+
+def update_kernel(name: str, device, default: Callable) -> Callable:
+    """The update rule ``name`` for tensors on ``device``: a registered one, else ``default``.
+
+    While allocation observers are registered, the rule's scratch memory is
+    reported around each call: for the defaults, the count of
+    :func:`_scratch_arrays`; a registered kernel may declare its own with a
+    ``scratch_arrays(**hyperparameters)`` attribute (a fused kernel has none).
+    """
+    fn = _KERNELS.get((name, device.type))
+    if fn is None:
+        if hooks.observers:
+            return _reporting_scratch(default, lambda **hyper: _scratch_arrays(name, **hyper), device)
+        return default
+    if hooks.observers and hasattr(fn, "scratch_arrays"):
+        return _reporting_scratch(fn, fn.scratch_arrays, device)
+    return fn
+
+
+def _scratch_arrays(name: str, maximize=False, weight_decay=0.0, decoupled_weight_decay=False, nesterov=False,
+                    momentum=0.0, **_) -> int:
+    """How many parameter-sized scratch arrays the default update rule ``name`` holds at once, at most.
+
+    Counted from the code of the default rules (each ``a * b`` on whole arrays
+    makes one) and checked against tracemalloc by the tests. A new momentum
+    buffer is not scratch: it becomes optimizer state.
+    """
+    negated_or_decayed = bool(maximize or (weight_decay != 0 and not decoupled_weight_decay))
+    if name == "adam":  # (1 - beta2) * grad * grad; later sqrt(v) and m / denom
+        return 2 + negated_or_decayed
+    if name == "sgd":  # lr * d
+        return 1 + negated_or_decayed + bool(nesterov)
+    if name == "rmsprop":  # (1 - alpha) * grad * grad; sqrt(v) + eps and grad / avg
+        return 2 + negated_or_decayed + (momentum == 0)
+    return 0
+
+
+def _reporting_scratch(fn: Callable, count: Callable, device) -> Callable:
+    def run(param, *arrays, **hyper):
+        with hooks.scratch(count(**hyper) * param.nbytes, device):
+            return fn(param, *arrays, **hyper)
+
+    return run
