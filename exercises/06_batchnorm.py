@@ -19,15 +19,12 @@ depends on the rest of its batch.
 
 Backward. Built from elementary ops, the graph would hold half a dozen
 intermediate tensors; working the chain rule out by hand gives one closed
-form (M = how many values each channel's statistics average over, sums over
-every dimension but the channel)::
-
-    dxhat = dy * weight
-    dx    = (1 / (M * sqrt(var + eps))) * (M * dxhat - sum(dxhat) - xhat * sum(dxhat * xhat))
-
-The two sums are there because every ``x`` also moved the mean and the
-variance, and so every other output of its channel. In eval mode the
-statistics are constants and ``dx = dxhat / sqrt(running_var + eps)``.
+form for the input gradient (exercise 6.4), from ``dxhat = dy * weight``,
+``xhat``, ``1 / sqrt(var + eps)`` and two sums per channel. The sums are there
+because every ``x`` also moved the mean and the variance of its channel, and
+through them every other output of that channel; ``M``, how many values each
+channel's statistics average over, counts the batch *and* the pixels. In eval
+mode the statistics are constants and ``dx = dxhat / sqrt(running_var + eps)``.
 """
 
 from __future__ import annotations
@@ -79,7 +76,7 @@ class BatchNormFunction(Function):
             dxhat = grad * weight.reshape(shape) if weight is not None else grad
             if ctx.training:
                 # TODO Exercise 6.4
-                raise NotImplementedError('Exercise 6.4: M = values per channel (xhat.size // xhat.shape[1]); dx = inv_std / M * (M * dxhat - sum(dxhat) - xhat * sum(dxhat * xhat)), both sums over axes with keepdims=True, inv_std reshaped to shape')
+                raise NotImplementedError('Exercise 6.4: the closed-form input gradient of section 6: dxhat, corrected for the mean and for the variance by one per-channel sum each (over axes, kept broadcastable), and scaled by inv_std')
             else:
                 dx = dxhat * inv_std.reshape(shape)
         return dx, dw, db, None, None, None, None, None

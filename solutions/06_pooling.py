@@ -20,16 +20,15 @@ output), for average pooling to every element of the window, divided by the
 window's size. Overlapping windows (stride < kernel) make an input element
 receive from several outputs, so the taps are *added* into the gradient.
 
-Speed: an op on a strided tap reads one number in every ``sw``, which NumPy
-does ~7x slower than a contiguous run. Max pooling therefore gathers the taps
-once, with one copy, into a ``(kh*kw, N, C, Ho, Wo)`` array and runs its loop on
-contiguous blocks; when windows do not overlap its backward writes every tap
-of the gradient in one op, through a ``(kh, kw, N, C, Ho, Wo)`` view.
-
 Padding: max pooling pads with ``-inf`` (a padded element never wins), average
 pooling with zeros (``count_include_pad`` chooses whether the padded zeros
 count in the divisor). ``dilation``, ``ceil_mode`` and ``return_indices`` are not
 implemented.
+
+This file is the clear version. The library runs max pooling through
+:mod:`.pooling_fast` (a speed path, tested equal to this one) whenever
+``MaxPool2dFunction.backward`` is its own; a learner's, put in by
+``use_exercise``, always runs as written.
 """
 
 from __future__ import annotations
@@ -37,63 +36,12 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad.nn.functional._utils import (
-    as_strided,
-    check_float,
-    check_tensor,
-    in_memory_format,
-    is_channels_last,
-    pair,
+    check_float, check_tensor, is_channels_last, library_defines, pad_images, pair, window_tap, zeros_in_layout,
 )
+from minigrad.nn.functional.pooling_fast import FastMaxPool2dFunction
 from minigrad.tensor import Function, ShapeError, Tensor, array_module
-from minigrad.tensor.hooks import report_temporary
 
 __all__ = ["max_pool2d", "avg_pool2d", "MaxPool2dFunction", "AvgPool2dFunction"]
-
-
-def _tap(a, i: int, j: int, stride, out_size):
-    """Element (i, j) of every window: a strided (N, C, Ho, Wo) view of ``a``."""
-    (sh, sw), (Ho, Wo) = stride, out_size
-    return a[:, :, i : i + sh * (Ho - 1) + 1 : sh, j : j + sw * (Wo - 1) + 1 : sw]
-
-
-def _tap_views(a, kernel_size, stride, out_size, writeable: bool = False):
-    """Every tap of every window at once: a (kh, kw, N, C, Ho, Wo) view of ``a`` (N, C, H, W)."""
-    (kh, kw), (sh, sw), (Ho, Wo) = kernel_size, stride, out_size
-    N, C = a.shape[:2]
-    sN, sC, sH, sW = a.strides
-    return as_strided(a, (kh, kw, N, C, Ho, Wo), (sH, sW, sN, sC, sH * sh, sW * sw), writeable=writeable)
-
-
-def _gather_taps(a, kernel_size, stride, out_size):
-    """The taps as a (kh*kw, N, C, Ho, Wo) array, one contiguous (N, C, Ho, Wo) block per tap, in ``a``'s layout."""
-    xp = array_module(a)
-    views = _tap_views(a, kernel_size, stride, out_size)
-    if is_channels_last(a):  # keep runs of channels: copy as (kh, kw, N, Ho, Wo, C)
-        taps = xp.ascontiguousarray(views.transpose(0, 1, 2, 4, 5, 3)).transpose(0, 1, 2, 5, 3, 4)
-    else:
-        taps = xp.ascontiguousarray(views)
-    return taps.reshape((-1,) + taps.shape[2:])
-
-
-def _zeros(shape, like, channels_last: bool):
-    """Zeros of (N, C, H, W) ``shape`` in the memory layout the input had (so views line up)."""
-    xp = array_module(like)
-    if channels_last:
-        N, C, H, W = shape
-        return xp.zeros((N, H, W, C), dtype=like.dtype).transpose(0, 3, 1, 2)
-    return xp.zeros(shape, dtype=like.dtype)
-
-
-def _pad(x, padding, value):
-    ph, pw = padding
-    if ph == 0 and pw == 0:
-        return x
-    N, C, H, W = x.shape
-    out = _zeros((N, C, H + 2 * ph, W + 2 * pw), x, is_channels_last(x))
-    if value != 0:
-        out[...] = value
-    out[:, :, ph : ph + H, pw : pw + W] = x
-    return out
 
 
 class MaxPool2dFunction(Function):
@@ -101,34 +49,25 @@ class MaxPool2dFunction(Function):
 
     def forward(ctx, x, kernel_size, stride, padding, out_size):
         kh, kw = kernel_size
-        padded = _pad(x, padding, -np.inf)
-        xp = array_module(x)
-        index_type = np.dtype(np.uint8 if kh * kw <= 256 else np.int64)
-        taps = report_temporary(_gather_taps(padded, kernel_size, stride, out_size))  # one copy; then every step is contiguous
-        out = taps[0].copy(order="K")  # "K": keep the input's memory layout
-        argmax = xp.zeros_like(out, dtype=index_type)  # which tap holds the maximum, per output
+        padded = pad_images(x, padding, -np.inf)
+        out = window_tap(padded, 0, 0, stride, out_size).copy()
+        argmax = array_module(x).zeros(out.shape, dtype=np.int64)  # which tap holds the maximum, per output
         for k in range(1, kh * kw):  # tap k is (i, j) = (k // kw, k % kw)
-            better = taps[k] > out  # strictly: on ties the first maximum wins, as in PyTorch
-            xp.maximum(out, taps[k], out=out)
-            # argmax[better] = k, written as a (much faster) elementwise maximum: argmax < k so far
-            xp.maximum(argmax, better * index_type.type(k), out=argmax)
+            tap = window_tap(padded, k // kw, k % kw, stride, out_size)
+            argmax[tap > out] = k  # strictly greater: on ties the first maximum wins, as in PyTorch
+            array_module(x).maximum(out, tap, out=out)
         ctx.save_for_backward(argmax)
-        ctx.geometry = (x.shape, padded.shape, is_channels_last(x), kernel_size, stride, padding, out_size)
+        ctx.geometry = (x.shape, padded.shape, kernel_size, stride, padding, out_size)
         return out
 
     def backward(ctx, grad):
+        """``dx`` (N, C, H, W): each output's gradient at the element that won its window, added up over windows."""
         (argmax,) = ctx.saved_tensors
-        x_shape, padded_shape, channels_last, (kh, kw), stride, (ph, pw), out_size = ctx.geometry
-        grad = in_memory_format(grad, is_channels_last(argmax))  # like argmax, so elementwise ops between them are fast
-        dx = _zeros(padded_shape, grad, channels_last)
-        xp = array_module(grad)
-        if stride[0] >= kh and stride[1] >= kw:  # windows do not overlap: write every tap at once
-            taps = xp.arange(kh * kw, dtype=argmax.dtype).reshape(kh, kw, 1, 1, 1, 1)
-            xp.multiply(grad, argmax == taps, out=_tap_views(dx, (kh, kw), stride, out_size, writeable=True))
-        else:  # overlapping windows: an element can win several windows, so add tap by tap
-            for k in range(kh * kw):
-                window = _tap(dx, k // kw, k % kw, stride, out_size)
-                window += grad * (argmax == k)
+        x_shape, padded_shape, (kh, kw), stride, (ph, pw), out_size = ctx.geometry
+        dx = array_module(grad).zeros(padded_shape, dtype=grad.dtype)
+        for k in range(kh * kw):
+            window = window_tap(dx, k // kw, k % kw, stride, out_size)
+            window += grad * (argmax == k)
         H, W = x_shape[2], x_shape[3]
         return dx[:, :, ph : ph + H, pw : pw + W], None, None, None, None
 
@@ -140,20 +79,20 @@ class AvgPool2dFunction(Function):
         kh, kw = kernel_size
         if isinstance(divisor, np.ndarray):
             divisor = array_module(x).asarray(divisor, dtype=x.dtype)
-        padded = _pad(x, padding, 0)
-        out = _tap(padded, 0, 0, stride, out_size).copy(order="K")
+        padded = pad_images(x, padding, 0)
+        out = window_tap(padded, 0, 0, stride, out_size).copy(order="K")  # "K": keep the input's memory layout
         for k in range(1, kh * kw):
-            out += _tap(padded, k // kw, k % kw, stride, out_size)
+            out += window_tap(padded, k // kw, k % kw, stride, out_size)
         out /= divisor
         ctx.geometry = (x.shape, padded.shape, is_channels_last(x), kernel_size, stride, padding, out_size, divisor)
         return out
 
     def backward(ctx, grad):
         x_shape, padded_shape, channels_last, (kh, kw), stride, (ph, pw), out_size, divisor = ctx.geometry
-        dx = _zeros(padded_shape, grad, channels_last)
+        dx = zeros_in_layout(padded_shape, grad, channels_last)
         share = grad / divisor  # every element of a window gets an equal share
         for k in range(kh * kw):
-            window = _tap(dx, k // kw, k % kw, stride, out_size)
+            window = window_tap(dx, k // kw, k % kw, stride, out_size)
             window += share
         H, W = x_shape[2], x_shape[3]
         return dx[:, :, ph : ph + H, pw : pw + W], None, None, None, None, None
@@ -199,9 +138,11 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
         raise NotImplementedError(f"{op}: dilation={dilation!r} is not implemented in minigrad")
     _unsupported(op, ceil_mode=ceil_mode, return_indices=return_indices)
     kernel, stride, padding, out_size = _pool_args(input, kernel_size, stride, padding, op)
+    fast = library_defines("pooling.py", MaxPool2dFunction.backward)
+    function = FastMaxPool2dFunction if fast else MaxPool2dFunction  # the same numbers, faster
     if input.ndim == 3:
-        return MaxPool2dFunction.apply(input.unsqueeze(0), kernel, stride, padding, out_size).squeeze(0)
-    return MaxPool2dFunction.apply(input, kernel, stride, padding, out_size)
+        return function.apply(input.unsqueeze(0), kernel, stride, padding, out_size).squeeze(0)
+    return function.apply(input, kernel, stride, padding, out_size)
 
 
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override=None) -> Tensor:

@@ -2,7 +2,7 @@
 
 Reading order
 -------------
-The files that carry the chapters' ideas, in the order to read them (2,340 lines in all):
+The files that carry the chapters' ideas, in the order to read them (2,142 lines in all):
 
 Chapter 05 (training on MNIST):
 
@@ -20,11 +20,10 @@ Chapter 05 (training on MNIST):
 
 Chapter 06 (convolutions):
 
-8. ``functional/conv.py`` (377 lines): convolution as one matrix product —
-   im2col forward, col2im backward. Its two memory orders of the im2col matrix
-   (``taps_first``) and the channels-last paths are speed paths.
+8. ``functional/conv.py`` (238 lines): convolution as one matrix product —
+   im2col forward, col2im backward, in the clear version the exercises use.
 9. ``conv.py`` (146 lines): the :class:`Conv2d`, :class:`MaxPool2d` and :class:`AvgPool2d` layers.
-10. ``functional/pooling.py`` (225 lines): max and average pooling over strided windows.
+10. ``functional/pooling.py`` (166 lines): max and average pooling over strided windows.
 11. ``functional/normalization.py`` (130 lines): batch normalisation and its fused backward.
 12. ``normalization.py`` (103 lines): :class:`BatchNorm2d`, running statistics, train vs eval.
 13. ``functional/dropout.py`` (53 lines): dropout and its scale ``1 / (1 - p)``.
@@ -46,8 +45,15 @@ Layers with PyTorch's names and signatures over functions you have read:
 Support:
 
 - ``serialization.py`` (236 lines): ``save``/``load``, checkpoints as ``.npz`` without pickle.
-- ``functional/_utils.py`` (72 lines): argument checks, strided views and the
-  channels-last memory format (a speed path of the convolution and pooling).
+- ``functional/_utils.py`` (116 lines): argument checks, strided views, the
+  channels-last memory format, and ``library_defines`` (when a speed path may run).
+
+Speed paths, tested equal to the clear versions and run by the library
+whenever the exercise functions are its own (a learner's always run as written):
+
+- ``functional/conv_fast.py`` (225 lines): conv2d with im2col's taps-first
+  memory order and channels-last buffers.
+- ``functional/pooling_fast.py`` (86 lines): max pooling on contiguous copies of the taps.
 - ``functional/__init__.py`` (34 lines): the index of ``minigrad.nn.functional``.
 
 Typical use, as in PyTorch::

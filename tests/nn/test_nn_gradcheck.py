@@ -54,58 +54,23 @@ def test_conv2d_channels_last_input(rng):
     assert gradcheck(lambda x, w: F.conv2d(x, w, padding=1), [x, t64(rng, 2, 3, 3, 3)])
 
 
-@pytest.fixture(params=[True, False], ids=["taps-first", "rows-first"])
-def im2col_order(request, monkeypatch):
-    """Force conv2d's im2col matrix into one memory order, whatever the channels and width."""
+@pytest.fixture(params=["fast", "clear"])
+def conv_path(request, monkeypatch):
+    """Run conv2d on the speed path (the library's default) or on the clear version (what a learner's code runs on)."""
     from minigrad.nn.functional import conv
 
-    monkeypatch.setattr(conv, "taps_first", lambda channels, out_width: request.param)
+    if request.param == "clear":
+        monkeypatch.setattr(conv, "library_defines", lambda file_name, *functions: False)
     return request.param
 
 
 @pytest.mark.parametrize("xs, ws, stride, padding, dilation, bias", CONV_CASES)
-def test_conv2d_in_both_memory_orders(rng, im2col_order, xs, ws, stride, padding, dilation, bias):
+def test_conv2d_on_both_paths(rng, conv_path, xs, ws, stride, padding, dilation, bias):
     x, w, b = t64(rng, *xs), t64(rng, *ws), t64(rng, ws[0])
     args = [x, w, b] if bias else [x, w]
-    assert gradcheck(lambda x, w, b=None: F.conv2d(x, w, b, stride, padding, dilation), args)
-
-
-@pytest.mark.parametrize("channels_last", [False, True])
-def test_conv2d_memory_orders_agree(rng, monkeypatch, channels_last):
-    """Rows first and taps first are the same matrices in another order: equal outputs and gradients."""
-    from minigrad.nn.functional import conv
-
-    data = rng.standard_normal((3, 4, 9, 8))
-    weight = rng.standard_normal((5, 4, 3, 2))
-    upstream = rng.standard_normal((3, 5, 7, 6))  # the output of the convolution below
-    results = []
-    for order in (True, False):
-        monkeypatch.setattr(conv, "taps_first", lambda channels, out_width, order=order: order)
-        if channels_last:
-            x = mt.tensor(np.ascontiguousarray(data.transpose(0, 2, 3, 1))).permute(0, 3, 1, 2).detach()
-        else:
-            x = mt.tensor(data)
-        x.requires_grad_(True)
-        w, b = mt.tensor(weight, requires_grad=True), mt.tensor(weight[:, 0, 0, 0], requires_grad=True)
-        out = F.conv2d(x, w, b, stride=(1, 2), padding=(1, 2), dilation=(2, 1))
-        (out * mt.tensor(upstream)).sum().backward()
-        assert out.is_contiguous() != channels_last  # the input's memory format, in both orders
-        results.append([out.detach().cpu().numpy(), x.grad.cpu().numpy(), w.grad.cpu().numpy(), b.grad.cpu().numpy()])
-    for taps, rows in zip(*results):
-        np.testing.assert_allclose(taps, rows, rtol=1e-12, atol=1e-12)
-
-
-def test_col2im_reads_any_memory_order(rng):
-    """col2im takes dcols as a C- or Fortran-ordered matrix, or as the 6-D window array, with equal results."""
-    from minigrad.nn.functional.conv import col2im
-
-    shape, kernel, stride, dilation = (2, 3, 7, 6), (3, 2), (2, 1), (1, 2)
-    rows = 2 * 3 * 4  # N * Ho * Wo
-    dcols = rng.standard_normal((rows, 3 * 2 * 3))
-    expected = col2im(dcols, shape, kernel, stride, dilation)
-    np.testing.assert_array_equal(col2im(np.asfortranarray(dcols), shape, kernel, stride, dilation), expected)
-    windows = dcols.reshape(2, 3, 4, 3, 2, 3)
-    np.testing.assert_array_equal(col2im(windows, shape, kernel, stride, dilation), expected)
+    fn = lambda x, w, b=None: F.conv2d(x, w, b, stride, padding, dilation)  # noqa: E731
+    assert fn(*args).grad_fn.name == ("FastConv2dFunctionBackward" if conv_path == "fast" else "Conv2dFunctionBackward")
+    assert gradcheck(fn, args)
 
 
 def test_conv2d_unbatched(rng):

@@ -209,7 +209,7 @@ def test_im2col_of_a_strided_view(learner, rng):
 
 @exercise("6.1")
 def test_conv2d_forward_with_your_im2col(learner, rng):
-    """The library's conv2d forward (padding, channels-last copy, one matmul) runs on your im2col."""
+    """The library's conv2d forward (padding, one matrix product) runs on your im2col."""
     gen = _np(rng)
     for _ in range(8):
         shape, kernel, stride, dilation = _geometry(gen, max_side=7)
