@@ -7,9 +7,10 @@ import pytest
 
 from minigrad.memory import CachingAllocator, record_training_step, replay, replay_states
 from minigrad.memory.sizes import MiB
-from minigrad.viz.graph_svg import SVGFigure
+from minigrad.viz.graph_svg import SVGFigure, _num
 from minigrad.viz.segment_map import (
-    BAR_WIDTH, CATEGORY_COLOURS, FREE_COLOUR, SPLIT_OUTLINE, SegmentMap, draw_segment_map, segment_figures,
+    BAR_WIDTH, CATEGORY_COLOURS, FREE_COLOUR, HIGHLIGHT, LEFT, SPLIT_OUTLINE, SegmentMap, draw_replay_timeline,
+    draw_segment_map, segment_figures,
 )
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -127,14 +128,48 @@ def test_the_map_shows_the_replayed_state_under_each_policy():
         explorer.set(event=7, policy=policy)
         expected = replay(POLICY_TRACE, policy, snapshot_at=[7]).snapshots[7]
         assert explorer.state() == expected
-        assert explorer.figure().svg == draw_segment_map(expected, explorer.figure_title(), explorer.full_width_bytes,
-                                                         explorer.categories).svg
+        assert explorer.map_figure().svg == draw_segment_map(
+            expected, explorer.figure_title(), explorer.full_width_bytes, explorer.categories,
+            highlight=explorer.touched_address()).svg
     assert explorer.figures()["reserved"] == 4 * MiB and explorer.figures()["peak_reserved"] == 4 * MiB
     explorer.set(policy="best_fit")
     assert explorer.figures()["reserved"] == 2 * MiB
     assert "after event 7/7: alloc 1.0 MiB (optimizer_state)" in explorer.figure().svg
     explorer.set(event=4)
     assert "free #hole1: 1.0 MiB (activation)" in explorer.readout()
+
+
+def outlines(figure: SVGFigure) -> list[dict]:
+    return [r.attrib for r in ET.fromstring(figure.svg).iter(f"{SVG}rect")
+            if r.get("stroke") == HIGHLIGHT and r.get("fill") == "none"]
+
+
+def test_the_block_an_event_touched_is_outlined():
+    explorer = SegmentMap(POLICY_TRACE, event=6, policy="first_fit")  # p (512 KiB) cut from hole1's 1 MiB at the start
+    snapshot = explorer.state()
+    p_block = [b for b in snapshot[0]["blocks"] if b["tag"] == "gradient"]
+    assert len(p_block) == 1 and explorer.touched_address() == p_block[0]["address"]
+    [outline] = outlines(explorer.map_figure())
+    scale = BAR_WIDTH / explorer.full_width_bytes
+    assert float(outline["x"]) == pytest.approx(LEFT + (p_block[0]["address"] - snapshot[0]["address"]) * scale - 2, abs=0.051)
+    assert float(outline["width"]) == pytest.approx(512 * 1024 * scale + 4, abs=0.051)
+    explorer.set(event=4)  # hole1 freed: the free block that now holds its address
+    [outline] = outlines(explorer.map_figure())
+    assert float(outline["x"]) == LEFT - 2 and "of this event" in explorer.map_figure().svg
+    assert not outlines(draw_segment_map(explorer.state()))  # nothing outlined unless asked
+
+
+def test_the_timeline_marks_the_event_under_the_map():
+    explorer = SegmentMap(POLICY_TRACE)
+    result = explorer.result()
+    for event in (0, 5):
+        explorer.set(event=event)
+        strip = draw_replay_timeline(result.reserved, result.allocated, result.fragmentation, event)
+        assert strip.body in explorer.figure().svg and explorer.map_figure().body in explorer.figure().svg
+        marker = [line for line in ET.fromstring(strip.svg).iter(f"{SVG}line") if line.get("stroke") == HIGHLIGHT]
+        assert marker[0].get("x1") == _num(LEFT + event * BAR_WIDTH / (len(POLICY_TRACE) - 1))
+    with pytest.raises(ValueError, match="event inside them"):
+        draw_replay_timeline([1, 2], [1, 2], [0.0, 0.0], 2)
 
 
 def test_the_widget_slider_changes_the_picture_and_the_policy_switch_replays():
@@ -169,6 +204,7 @@ def test_ipython_display_sends_the_widget_with_a_static_fallback(monkeypatch):
     explorer = SegmentMap(POLICY_TRACE, event=5)
     explorer._ipython_display_()
     assert isinstance(shown[0][0], SVGFigure) and shown[0][0].svg == explorer.figure().svg
+    assert "after event 5/7" in shown[0][0].svg
 
 
 def test_every_frame_of_a_cnn_step_draws_on_one_scale(cnn_trace):

@@ -30,10 +30,10 @@ from __future__ import annotations
 import html
 from functools import lru_cache
 
-from minigrad.viz.graph_svg import TEXT, TEXT_SOFT, SVGFigure, _element, _escape, _text, _text_width
+from minigrad.viz.graph_svg import TEXT, TEXT_SOFT, SVGFigure, _element, _escape, _num, _text, _text_width, stack_figures
 from minigrad.viz.widget_display import display_with_static_figure, widget_picture
 
-__all__ = ["CATEGORY_COLOURS", "FREE_COLOUR", "SegmentMap", "draw_segment_map", "segment_figures"]
+__all__ = ["CATEGORY_COLOURS", "FREE_COLOUR", "SegmentMap", "draw_replay_timeline", "draw_segment_map", "segment_figures"]
 
 CATEGORY_COLOURS: dict[str, str] = {
     # PyTorch's memory profiler colours (torch.profiler._memory_profiler: darkgreen, goldenrod, black,
@@ -52,9 +52,11 @@ CATEGORY_COLOURS: dict[str, str] = {
 """Fill of an allocated block by its tag; a tag not listed (or none) is drawn as ``"other"``."""
 FREE_COLOUR = "#c2c8d0"  # the hatching of a free block
 SPLIT_OUTLINE = "#d64545"  # dashed outline of an inactive split block
+HIGHLIGHT = "#111827"  # outline of the highlighted block
 DARK_TEXT_ON = {"optimizer_state", "output", "other"}  # fills light enough for black labels
 
 BAR_WIDTH = 720.0
+TIMELINE_HEIGHT = 56
 LEFT, MARGIN = 150, 12
 ROW, ROW_GAP, POOL_GAP = 20, 6, 10
 MIN_LABEL_WIDTH = 58  # a block at least this wide carries its size
@@ -127,11 +129,13 @@ def _block(block: dict, x: float, y: float, width: float, split: bool) -> str:
     return "".join(parts)
 
 
-def _legend(categories, y: float, width: float) -> tuple[str, float]:
+def _legend(categories, y: float, width: float, highlight: bool) -> tuple[str, float]:
     entries = [(_colour(c), c, {}) for c in categories]
     entries.append(("url(#segment-map-free)", "free (whole segment)", {"stroke": FREE_COLOUR}))
     entries.append(("url(#segment-map-free)", "free, inactive split",
                     {"stroke": SPLIT_OUTLINE, "stroke-dasharray": "3 2", "stroke-width": 1.2}))
+    if highlight:
+        entries.append(("#ffffff", "outlined: the block of this event", {"stroke": HIGHLIGHT, "stroke-width": 2}))
     parts, x = [], MARGIN
     for fill, name, extra in entries:
         step = 18 + _text_width(name) * 10 / 12 + 14
@@ -144,14 +148,15 @@ def _legend(categories, y: float, width: float) -> tuple[str, float]:
 
 
 def draw_segment_map(state, title: str = "allocator", full_width_bytes: int | None = None,
-                     categories=None) -> SVGFigure:
+                     categories=None, highlight: int | None = None) -> SVGFigure:
     """The segment map of ``state`` (a ``CachingAllocator`` or its ``snapshot()``); see the module docstring.
 
     ``title`` may hold several lines (the first is bold).
 
     ``full_width_bytes``: the bytes a bar of ``BAR_WIDTH`` pixels stands for
     (default: the largest segment); ``categories``: the tags the legend
-    lists (default: those of the allocated blocks, in ``CATEGORY_COLOURS`` order).
+    lists (default: those of the allocated blocks, in ``CATEGORY_COLOURS`` order);
+    ``highlight``: an address whose block gets a thick outline (e.g. the block an event touched).
     """
     snapshot = _snapshot(state)
     figures = segment_figures(snapshot)
@@ -189,21 +194,67 @@ def draw_segment_map(state, title: str = "allocator", full_width_bytes: int | No
             parts.append(_text(f"{_bytes(segment['total_size'])} @{segment['address']:#x}", MARGIN, y + 14,
                                fill=TEXT_SOFT, size=10))
             split = len(segment["blocks"]) > 1
+            outline = ""
             for block in segment["blocks"]:
                 x = LEFT + (block["address"] - segment["address"]) * scale
                 parts.append(_block(block, x, y, block["size"] * scale, split))
+                if highlight is not None and block["address"] <= highlight < block["address"] + block["size"]:
+                    outline = _element("rect", {"fill": "none", "height": ROW + 4, "stroke": HIGHLIGHT, "stroke-width": 2,
+                                                "width": max(block["size"] * scale, 2) + 4, "x": x - 2, "y": y - 2})
             parts.append(_element("rect", {"fill": "none", "height": ROW, "stroke": "#4b5563", "stroke-width": 1,
                                            "width": segment["total_size"] * scale, "x": LEFT, "y": y}))
+            parts.append(outline)
             y += ROW + ROW_GAP
         y += POOL_GAP
     if categories is None:
         present = {b["tag"] if b["tag"] in CATEGORY_COLOURS else "other"
                    for s in snapshot for b in s["blocks"] if b["state"] == "active_allocated"}
         categories = [c for c in CATEGORY_COLOURS if c in present]
-    legend, y = _legend(categories, y, width)
+    legend, y = _legend(categories, y, width, highlight is not None)
     height = y + MARGIN
     background = _element("rect", {"fill": "#ffffff", "height": height, "width": width, "x": 0, "y": 0})
     return SVGFigure(background + "".join(parts) + legend, width, height)
+
+
+def draw_replay_timeline(reserved, allocated, fragmentation, event: int) -> SVGFigure:
+    """Reserved (line) and allocated (area) bytes and fragmentation (dashed, 0 to 1) over a replay's events.
+
+    One point per event, spread over ``BAR_WIDTH``; a marker stands at ``event``.
+    """
+    n = len(reserved)
+    if not n == len(allocated) == len(fragmentation) or not 0 <= event < n:
+        raise ValueError(f"draw_replay_timeline: three timelines of one length and an event inside them, got "
+                         f"lengths {len(reserved)}, {len(allocated)}, {len(fragmentation)} and event {event}")
+    top, height = 22, TIMELINE_HEIGHT
+    peak = max(reserved) or 1
+    step = BAR_WIDTH / max(n - 1, 1)
+
+    def points(values, full):
+        return " ".join(f"{_num(LEFT + i * step)},{_num(top + height - v / full * height)}" for i, v in enumerate(values))
+
+    area = f"{_num(LEFT)},{top + height} {points(allocated, peak)} {_num(LEFT + (n - 1) * step)},{top + height}"
+    x = LEFT + event * step
+    parts = [
+        _text("over the trace", MARGIN, top + 10, weight="bold", size=11),
+        _text(f"peak reserved {_bytes(peak)}", MARGIN, top + 26, fill=TEXT_SOFT, size=10),
+        _element("rect", {"fill": "#f8fafc", "height": height, "stroke": "#cbd5e1", "width": BAR_WIDTH, "x": LEFT, "y": top}),
+        _element("polygon", {"fill": "#bfdbfe", "points": area, "stroke": "none"}),
+        _element("polyline", {"fill": "none", "points": points(reserved, peak), "stroke": "#1d4ed8", "stroke-width": 1.5}),
+        _element("polyline", {"fill": "none", "points": points(fragmentation, 1.0), "stroke": "#b45309",
+                              "stroke-dasharray": "4 2", "stroke-width": 1.2}),
+        _element("line", {"stroke": HIGHLIGHT, "stroke-width": 1.5, "x1": x, "x2": x, "y1": top - 4, "y2": top + height + 4}),
+    ]
+    legend = [("#1d4ed8", "reserved"), ("#bfdbfe", "allocated"), ("#b45309", "fragmentation (0 to 1, dashed)"),
+              (HIGHLIGHT, f"event {event}")]
+    lx = LEFT
+    for colour, name in legend:
+        parts.append(_element("rect", {"fill": colour, "height": 4, "width": 14, "x": lx, "y": top - 13}))
+        parts.append(_text(name, lx + 18, top - 8, size=10))
+        lx += 18 + _text_width(name) * 10 / 12 + 16
+    figure_height = top + height + 10
+    background = _element("rect", {"fill": "#ffffff", "height": figure_height, "width": LEFT + BAR_WIDTH + MARGIN,
+                                   "x": 0, "y": 0})
+    return SVGFigure(background + "".join(parts), LEFT + BAR_WIDTH + MARGIN, figure_height)
 
 
 class SegmentMap:
@@ -265,12 +316,18 @@ class SegmentMap:
                 lines.append(f"free #{event[1]}: {_bytes(nbytes)} ({tag or 'untagged'})")
         return lines
 
-    def _replay_to(self, policy: str, event: int) -> list[dict]:
+    def _replay_to(self, policy: str, event: int) -> tuple[list[dict], int]:
+        """The snapshot after ``event`` and an address inside the block the event allocated or freed."""
         from minigrad.memory.trace_replay import replay_states
 
+        before: set = set()
         for index, _, allocator in replay_states(self.trace, policy, self.capacity):
+            if index == event - 1:
+                before = set(allocator.allocated)
             if index == event:
-                return allocator.snapshot()
+                after = set(allocator.allocated)
+                touched = (after - before) or (before - after)  # the new block, or the freed one's address
+                return allocator.snapshot(), next(iter(touched))
         raise AssertionError("unreachable: the event index was checked")
 
     def result(self, policy: str | None = None):
@@ -299,7 +356,11 @@ class SegmentMap:
 
     def state(self) -> list[dict]:
         """The allocator's ``snapshot()`` after the current event."""
-        return self._state(self.policy, self.event)
+        return self._state(self.policy, self.event)[0]
+
+    def touched_address(self) -> int:
+        """An address inside the block the current event allocated (or freed: the free block now holding it)."""
+        return self._state(self.policy, self.event)[1]
 
     def figures(self) -> dict[str, float]:
         """``segment_figures`` of the current state, with the peak reserved bytes of the whole replay."""
@@ -315,8 +376,16 @@ class SegmentMap:
         head = f"{self.title}\n" if self.title else ""
         return f"{head}{self.policy}, after event {self.event}/{len(self.trace) - 1}: {self._descriptions[self.event]}"
 
+    def map_figure(self) -> SVGFigure:
+        """The segment map after the current event, the block it touched outlined."""
+        return draw_segment_map(self.state(), self.figure_title(), self.full_width_bytes, self.categories,
+                                highlight=self.touched_address())
+
     def figure(self) -> SVGFigure:
-        return draw_segment_map(self.state(), self.figure_title(), self.full_width_bytes, self.categories)
+        """The segment map above the replay's timelines, marked at the current event."""
+        result = self.result()
+        timeline = draw_replay_timeline(result.reserved, result.allocated, result.fragmentation, self.event)
+        return stack_figures([self.map_figure(), timeline], gap=0)
 
     # ------------------------------------------------------------------ the widget
 
