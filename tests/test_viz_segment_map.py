@@ -134,9 +134,9 @@ def test_the_map_shows_the_replayed_state_under_each_policy():
     assert explorer.figures()["reserved"] == 4 * MiB and explorer.figures()["peak_reserved"] == 4 * MiB
     explorer.set(policy="best_fit")
     assert explorer.figures()["reserved"] == 2 * MiB
-    assert "after event 7/7: alloc 1.0 MiB (optimizer_state)" in explorer.figure().svg
+    assert "after event 7/7: alloc 1.0 MiB (optimizer_state) as buffer 5" in explorer.figure().svg
     explorer.set(event=4)
-    assert "free #hole1: 1.0 MiB (activation)" in explorer.readout()
+    assert "free buffer 0: 1.0 MiB (activation)" in explorer.readout()
 
 
 def outlines(figure: SVGFigure) -> list[dict]:
@@ -205,6 +205,13 @@ def test_ipython_display_sends_the_widget_with_a_static_fallback(monkeypatch):
     explorer._ipython_display_()
     assert isinstance(shown[0][0], SVGFigure) and shown[0][0].svg == explorer.figure().svg
     assert "after event 5/7" in shown[0][0].svg
+
+
+def test_the_picture_does_not_depend_on_the_trace_ids():
+    renamed = {"hole1": 90, "x": 17, "hole2": 3, "y": 12, "p": 5, "q": 1}
+    other = [(e[0], renamed[e[1]], *e[2:]) for e in POLICY_TRACE]
+    for event in (3, 5, 7):
+        assert SegmentMap(POLICY_TRACE, event=event).figure().svg == SegmentMap(other, event=event).figure().svg
 
 
 def test_every_frame_of_a_cnn_step_draws_on_one_scale(cnn_trace):

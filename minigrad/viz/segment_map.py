@@ -306,14 +306,17 @@ class SegmentMap:
         return [c for c in CATEGORY_COLOURS if c in tags]
 
     def _describe_events(self) -> list[str]:
-        alive, lines = {}, []
+        """One line per event; buffers are numbered in the order the trace allocates them (ids may be anything)."""
+        alive, lines, allocs = {}, [], 0
         for event in self.trace:
             if event[0] == "alloc":
-                alive[event[1]] = (event[2], event[3] if len(event) > 3 else None)
-                lines.append(f"alloc {_bytes(event[2])} ({alive[event[1]][1] or 'untagged'}) as #{event[1]}")
+                alive[event[1]] = (event[2], event[3] if len(event) > 3 else None, allocs)
+                allocs += 1
+                nbytes, tag, number = alive[event[1]]
+                lines.append(f"alloc {_bytes(nbytes)} ({tag or 'untagged'}) as buffer {number}")
             else:
-                nbytes, tag = alive.pop(event[1], (0, None))
-                lines.append(f"free #{event[1]}: {_bytes(nbytes)} ({tag or 'untagged'})")
+                nbytes, tag, number = alive.pop(event[1], (0, None, "?"))
+                lines.append(f"free buffer {number}: {_bytes(nbytes)} ({tag or 'untagged'})")
         return lines
 
     def _replay_to(self, policy: str, event: int) -> tuple[list[dict], int]:
