@@ -12,10 +12,13 @@ get a dashed red outline. The title states reserved and allocated bytes and
 the fragmentation ``1 - largest free block / free bytes``.
 
 ``SegmentMap(trace)`` replays a trace (:mod:`minigrad.memory.trace_replay`)
-and shows the state after event ``k`` under a policy: a slider over the
-events, a best-fit/first-fit switch that replays the same trace, and the
-figures of the moment in a line under the picture. Without ipywidgets (and
-in a notebook rendered without a kernel) its static figure shows.
+and shows the state after event ``k`` under a policy: the block the event
+allocated or freed outlined, and under the map reserved, allocated and
+fragmentation over the whole replay (``draw_replay_timeline``) marked at
+``k``. Its widget has a slider (and a play button) over the events, a
+best-fit/first-fit switch that replays the same trace, and the figures of
+the moment in a line above the picture. Without ipywidgets (and in a
+notebook rendered without a kernel) its static figure shows.
 
 Invariants
 - The figure is a pure function of the snapshot and the options: the same
@@ -23,6 +26,9 @@ Invariants
 - Within one figure every segment and block is ``bytes * scale`` pixels
   long, one scale for all (``full_width_bytes`` fills ``BAR_WIDTH``); a
   ``SegmentMap`` keeps one scale for the whole trace, so frames compare.
+- A ``SegmentMap``'s picture depends on the trace's sizes, tags and order,
+  not on its ids (buffers are numbered in the order they are allocated), so
+  a recorded trace draws the same in every process.
 """
 
 from __future__ import annotations
@@ -261,7 +267,9 @@ class SegmentMap:
     """A replayed trace's allocator state after event ``event`` under ``policy``, with a slider and a policy switch.
 
     ``figure()``, ``state()`` and ``figures()`` work without ipywidgets; the
-    default event is the last one. Every policy replays the same trace.
+    default event is the last one. Every policy replays the same trace (a
+    trace that runs out of ``capacity`` raises ``AllocatorOutOfMemoryError``
+    when its state is asked for).
     """
 
     def __init__(self, trace, policy: str = "best_fit", event: int | None = None, capacity: int | None = None,
@@ -269,8 +277,9 @@ class SegmentMap:
         from minigrad.memory.policies import POLICIES
 
         self.trace = list(trace)
-        if not self.trace:
-            raise ValueError("SegmentMap: the trace is empty; record one with minigrad.memory.record_training_step")
+        if not any(event[0] == "alloc" for event in self.trace):
+            raise ValueError(f"SegmentMap: the trace ({len(self.trace)} events) allocates nothing; record one with "
+                             "minigrad.memory.record_training_step")
         unknown = [p for p in policies if p not in POLICIES]
         if unknown:
             raise ValueError(f"SegmentMap: unknown policies {unknown}; choose from {sorted(POLICIES)}")
