@@ -77,6 +77,21 @@ def test_block_rectangles_are_proportional_to_bytes_on_one_scale():
     assert float(block_rects(wider)[0]["width"]) == pytest.approx(float(rects[0]["width"]) / 2, abs=0.051)
 
 
+def test_the_small_pool_can_be_zoomed_to_its_own_stated_scale():
+    snapshot = mixed_allocator().snapshot()
+    small = [s for s in snapshot if s["segment_type"] == "small"]
+    zoomed = draw_segment_map(snapshot, zoom_small_pool=True)
+    assert "1 segment, drawn 15x larger<" in zoomed.svg  # the 30 MiB segment sets the large pool's scale
+    widths = {r["tip"]: float(r["width"]) for r in block_rects(zoomed)}
+    for block in small[0]["blocks"]:
+        tip = next(t for t in widths if f"at {block['address']:#x}" in t)
+        assert widths[tip] == pytest.approx(block["size"] * BAR_WIDTH / (2 * MiB), abs=0.051)
+    plain = {r["tip"]: float(r["width"]) for r in block_rects(draw_segment_map(snapshot))}
+    large_tips = [t for t in plain if t.startswith(("parameter", "activation"))]
+    assert all(plain[t] == widths[t] for t in large_tips)  # the large pool keeps its scale
+    assert "larger<" not in draw_segment_map(snapshot).svg
+
+
 def test_blocks_are_coloured_by_tag_and_free_blocks_are_hatched_and_marked():
     rects = block_rects(draw_segment_map(mixed_allocator()))
     by_tip = {r["tip"].split(":")[0]: r for r in rects}
@@ -186,6 +201,11 @@ def test_the_widget_slider_changes_the_picture_and_the_policy_switch_replays():
     assert explorer._picture.value != best and "reserved 4.0 MiB" in explorer._readout.value
     explorer.set(event=3, policy="best_fit")  # the controls follow set
     assert explorer._slider.value == 3 and explorer._policy.value == "best_fit" and explorer.policy == "best_fit"
+    with_a_large_block = SegmentMap(POLICY_TRACE + [("alloc", "big", 3 * MiB, "activation")])
+    with_a_large_block.widget
+    assert "larger<" not in with_a_large_block._picture.value
+    with_a_large_block._zoom.value = True
+    assert with_a_large_block.zoom_small_pool and "drawn 10x larger<" in with_a_large_block._picture.value
 
 
 def test_ipython_display_sends_the_widget_with_a_static_fallback(monkeypatch):

@@ -24,8 +24,9 @@ Invariants
 - The figure is a pure function of the snapshot and the options: the same
   state draws byte-identical SVG.
 - Within one figure every segment and block is ``bytes * scale`` pixels
-  long, one scale for all (``full_width_bytes`` fills ``BAR_WIDTH``); a
-  ``SegmentMap`` keeps one scale for the whole trace, so frames compare.
+  long, one scale for all (``full_width_bytes`` fills ``BAR_WIDTH``) unless
+  the small pool is zoomed (then it has its own, stated in its heading); a
+  ``SegmentMap`` keeps its scales for the whole trace, so frames compare.
 - A ``SegmentMap``'s picture depends on the trace's sizes, tags and order,
   not on its ids (buffers are numbered in the order they are allocated), so
   a recorded trace draws the same in every process.
@@ -154,7 +155,7 @@ def _legend(categories, y: float, width: float, highlight: bool) -> tuple[str, f
 
 
 def draw_segment_map(state, title: str = "allocator", full_width_bytes: int | None = None,
-                     categories=None, highlight: int | None = None) -> SVGFigure:
+                     categories=None, highlight: int | None = None, zoom_small_pool: bool = False) -> SVGFigure:
     """The segment map of ``state`` (a ``CachingAllocator`` or its ``snapshot()``); see the module docstring.
 
     ``title`` may hold several lines (the first is bold).
@@ -162,7 +163,9 @@ def draw_segment_map(state, title: str = "allocator", full_width_bytes: int | No
     ``full_width_bytes``: the bytes a bar of ``BAR_WIDTH`` pixels stands for
     (default: the largest segment); ``categories``: the tags the legend
     lists (default: those of the allocated blocks, in ``CATEGORY_COLOURS`` order);
-    ``highlight``: an address whose block gets a thick outline (e.g. the block an event touched).
+    ``highlight``: an address whose block gets a thick outline (e.g. the block an event touched);
+    ``zoom_small_pool``: draw the small pool on its own scale, a 2 MiB segment
+    filling the bar (its heading says how much larger than the large pool).
     """
     snapshot = _snapshot(state)
     figures = segment_figures(snapshot)
@@ -171,7 +174,6 @@ def draw_segment_map(state, title: str = "allocator", full_width_bytes: int | No
     if full < largest_segment:
         raise ValueError(f"draw_segment_map: full_width_bytes={full} is smaller than the largest segment "
                          f"({largest_segment} B); pass at least that, or None")
-    scale = BAR_WIDTH / full
     width = LEFT + BAR_WIDTH + MARGIN
     lines = title.splitlines() or [""]
     parts = [HATCH] + [_text(line, MARGIN, 20 + 18 * i, weight="bold" if i == 0 else None, size=13 if i == 0 else 12)
@@ -193,8 +195,13 @@ def draw_segment_map(state, title: str = "allocator", full_width_bytes: int | No
         segments = [s for s in snapshot if s["segment_type"] == pool]
         if not segments:
             continue
-        parts.append(_text(f"{pool_title} - {len(segments)} segment{'s' * (len(segments) != 1)}",
-                           MARGIN, y + 14, fill=TEXT, weight="bold", size=11))
+        heading = f"{pool_title} - {len(segments)} segment{'s' * (len(segments) != 1)}"
+        scale = BAR_WIDTH / full
+        if pool == "small" and zoom_small_pool:
+            zoom = full / max(s["total_size"] for s in segments)
+            scale *= zoom
+            heading += f", drawn {zoom:g}x larger" if zoom != 1 else ""
+        parts.append(_text(heading, MARGIN, y + 14, fill=TEXT, weight="bold", size=11))
         y += 22
         for segment in segments:
             parts.append(_text(f"{_bytes(segment['total_size'])} @{segment['address']:#x}", MARGIN, y + 14,
@@ -273,7 +280,7 @@ class SegmentMap:
     """
 
     def __init__(self, trace, policy: str = "best_fit", event: int | None = None, capacity: int | None = None,
-                 policies=("best_fit", "first_fit"), title: str | None = None):
+                 policies=("best_fit", "first_fit"), title: str | None = None, zoom_small_pool: bool = False):
         from minigrad.memory.policies import POLICIES
 
         self.trace = list(trace)
@@ -284,6 +291,7 @@ class SegmentMap:
         if unknown:
             raise ValueError(f"SegmentMap: unknown policies {unknown}; choose from {sorted(POLICIES)}")
         self.policies, self.capacity, self.title = tuple(policies), capacity, title
+        self.zoom_small_pool = bool(zoom_small_pool)
         self.policy, self.event = policies[0], len(self.trace) - 1
         self.full_width_bytes = self._largest_segment()
         self.categories = self._categories()
@@ -353,7 +361,7 @@ class SegmentMap:
 
     # ------------------------------------------------------------------ the state
 
-    def set(self, event: int | None = None, policy: str | None = None) -> None:
+    def set(self, event: int | None = None, policy: str | None = None, zoom_small_pool: bool | None = None) -> None:
         """Show the state after ``event`` (0 to len(trace) - 1) under ``policy`` (None keeps a value)."""
         event = self.event if event is None else event
         policy = self.policy if policy is None else policy
@@ -363,6 +371,8 @@ class SegmentMap:
         if policy not in self.policies:
             raise ValueError(f"SegmentMap.set: policy must be one of {list(self.policies)}, got {policy!r}")
         self.event, self.policy = event, policy
+        if zoom_small_pool is not None:
+            self.zoom_small_pool = bool(zoom_small_pool)
         if self._widget is not None:
             self._refresh()
 
@@ -391,7 +401,7 @@ class SegmentMap:
     def map_figure(self) -> SVGFigure:
         """The segment map after the current event, the block it touched outlined."""
         return draw_segment_map(self.state(), self.figure_title(), self.full_width_bytes, self.categories,
-                                highlight=self.touched_address())
+                                highlight=self.touched_address(), zoom_small_pool=self.zoom_small_pool)
 
     def figure(self) -> SVGFigure:
         """The segment map above the replay's timelines, marked at the current event."""
@@ -416,22 +426,23 @@ class SegmentMap:
         self._play = widgets.Play(value=self.event, min=0, max=last, interval=150, description="play")
         widgets.jslink((self._play, "value"), (self._slider, "value"))
         self._policy = widgets.ToggleButtons(options=list(self.policies), value=self.policy, description="policy")
+        self._zoom = widgets.Checkbox(value=self.zoom_small_pool, description="zoom the small pool", indent=False)
         self._picture, self._readout = widgets.HTML(), widgets.HTML()
-        self._slider.observe(self._on_change, names="value")
-        self._policy.observe(self._on_change, names="value")
-        self._widget = widgets.VBox([widgets.HBox([self._play, self._slider]), self._policy, self._readout,
-                                     self._picture])
+        for control in (self._slider, self._policy, self._zoom):
+            control.observe(self._on_change, names="value")
+        self._widget = widgets.VBox([widgets.HBox([self._play, self._slider]), widgets.HBox([self._policy, self._zoom]),
+                                     self._readout, self._picture])
         self._refresh()
         return self._widget
 
     def _on_change(self, change) -> None:
         if not self._syncing:
-            self.set(event=self._slider.value, policy=self._policy.value)
+            self.set(event=self._slider.value, policy=self._policy.value, zoom_small_pool=self._zoom.value)
 
     def _refresh(self) -> None:
         self._syncing = True  # moving the controls to the state must not set it again from half-moved controls
         try:
-            self._slider.value, self._policy.value = self.event, self.policy
+            self._slider.value, self._policy.value, self._zoom.value = self.event, self.policy, self.zoom_small_pool
         finally:
             self._syncing = False
         self._readout.value = f"<code>{html.escape(self.readout())}</code>"
