@@ -166,7 +166,8 @@ def test_the_block_an_event_touched_is_outlined():
     assert len(p_block) == 1 and explorer.touched_address() == p_block[0]["address"]
     [outline] = outlines(explorer.map_figure())
     scale = BAR_WIDTH / explorer.full_width_bytes
-    assert float(outline["x"]) == pytest.approx(LEFT + (p_block[0]["address"] - snapshot[0]["address"]) * scale - 2, abs=0.051)
+    offset = (p_block[0]["address"] - snapshot[0]["address"]) * scale
+    assert float(outline["x"]) == pytest.approx(LEFT + offset - 2, abs=0.051)
     assert float(outline["width"]) == pytest.approx(512 * 1024 * scale + 4, abs=0.051)
     explorer.set(event=4)  # hole1 freed: the free block that now holds its address
     [outline] = outlines(explorer.map_figure())

@@ -37,10 +37,14 @@ from __future__ import annotations
 import html
 from functools import lru_cache
 
-from minigrad.viz.graph_svg import TEXT, TEXT_SOFT, SVGFigure, _element, _escape, _num, _text, _text_width, stack_figures
+from minigrad.viz.graph_svg import (
+    TEXT, TEXT_SOFT, SVGFigure, _element, _escape, _num, _text, _text_width, stack_figures,
+)
 from minigrad.viz.widget_display import display_with_static_figure, widget_picture
 
-__all__ = ["CATEGORY_COLOURS", "FREE_COLOUR", "SegmentMap", "draw_replay_timeline", "draw_segment_map", "segment_figures"]
+__all__ = [
+    "CATEGORY_COLOURS", "FREE_COLOUR", "SegmentMap", "draw_replay_timeline", "draw_segment_map", "segment_figures",
+]
 
 CATEGORY_COLOURS: dict[str, str] = {
     # PyTorch's memory profiler colours (torch.profiler._memory_profiler: darkgreen, goldenrod, black,
@@ -97,7 +101,8 @@ def segment_figures(snapshot: list[dict]) -> dict[str, float]:
     Read from the snapshot alone; they agree with the allocator's own figures
     (its pools hold exactly the free blocks).
     """
-    free_blocks = [(b["size"], len(s["blocks"]) > 1) for s in snapshot for b in s["blocks"] if b["state"] != "active_allocated"]
+    free_blocks = [(b["size"], len(s["blocks"]) > 1)  # (size, is inactive split)
+                   for s in snapshot for b in s["blocks"] if b["state"] != "active_allocated"]
     reserved = sum(s["total_size"] for s in snapshot)
     allocated = sum(s["allocated_size"] for s in snapshot)
     free = reserved - allocated
@@ -212,7 +217,8 @@ def draw_segment_map(state, title: str = "allocator", full_width_bytes: int | No
                 x = LEFT + (block["address"] - segment["address"]) * scale
                 parts.append(_block(block, x, y, block["size"] * scale, split))
                 if highlight is not None and block["address"] <= highlight < block["address"] + block["size"]:
-                    outline = _element("rect", {"fill": "none", "height": ROW + 4, "stroke": HIGHLIGHT, "stroke-width": 2,
+                    outline = _element("rect", {"fill": "none", "height": ROW + 4, "stroke": HIGHLIGHT,
+                                                "stroke-width": 2,
                                                 "width": max(block["size"] * scale, 2) + 4, "x": x - 2, "y": y - 2})
             parts.append(_element("rect", {"fill": "none", "height": ROW, "stroke": "#4b5563", "stroke-width": 1,
                                            "width": segment["total_size"] * scale, "x": LEFT, "y": y}))
@@ -243,19 +249,23 @@ def draw_replay_timeline(reserved, allocated, fragmentation, event: int) -> SVGF
     step = BAR_WIDTH / max(n - 1, 1)
 
     def points(values, full):
-        return " ".join(f"{_num(LEFT + i * step)},{_num(top + height - v / full * height)}" for i, v in enumerate(values))
+        return " ".join(f"{_num(LEFT + i * step)},{_num(top + height - v / full * height)}"
+                        for i, v in enumerate(values))
 
     area = f"{_num(LEFT)},{top + height} {points(allocated, peak)} {_num(LEFT + (n - 1) * step)},{top + height}"
     x = LEFT + event * step
     parts = [
         _text("over the trace", MARGIN, top + 10, weight="bold", size=11),
         _text(f"peak reserved {_bytes(peak)}", MARGIN, top + 26, fill=TEXT_SOFT, size=10),
-        _element("rect", {"fill": "#f8fafc", "height": height, "stroke": "#cbd5e1", "width": BAR_WIDTH, "x": LEFT, "y": top}),
+        _element("rect", {"fill": "#f8fafc", "height": height, "stroke": "#cbd5e1", "width": BAR_WIDTH, "x": LEFT,
+                          "y": top}),
         _element("polygon", {"fill": "#bfdbfe", "points": area, "stroke": "none"}),
-        _element("polyline", {"fill": "none", "points": points(reserved, peak), "stroke": "#1d4ed8", "stroke-width": 1.5}),
+        _element("polyline", {"fill": "none", "points": points(reserved, peak), "stroke": "#1d4ed8",
+                              "stroke-width": 1.5}),
         _element("polyline", {"fill": "none", "points": points(fragmentation, 1.0), "stroke": "#b45309",
                               "stroke-dasharray": "4 2", "stroke-width": 1.2}),
-        _element("line", {"stroke": HIGHLIGHT, "stroke-width": 1.5, "x1": x, "x2": x, "y1": top - 4, "y2": top + height + 4}),
+        _element("line", {"stroke": HIGHLIGHT, "stroke-width": 1.5, "x1": x, "x2": x, "y1": top - 4,
+                          "y2": top + height + 4}),
     ]
     legend = [("#1d4ed8", "reserved"), ("#bfdbfe", "allocated"), ("#b45309", "fragmentation (0 to 1, dashed)"),
               (HIGHLIGHT, f"event {event}")]
