@@ -17,7 +17,7 @@ recorded training step.
 
 Reading order
 -------------
-The allocator from the rules up (547 lines in all):
+The allocator from the rules up (581 lines in all):
 
 1. ``sizes.py`` (64 lines): rounding, the two pools, segment sizes, when to split.
 2. ``blocks.py`` (69 lines): segments and the blocks that tile them.
@@ -25,7 +25,7 @@ The allocator from the rules up (547 lines in all):
 4. ``policies.py`` (37 lines): best fit and first fit.
 5. ``allocator.py`` (240 lines): ``malloc``, ``free`` with coalescing, ``empty_cache``,
    the capacity and its out-of-memory error.
-6. ``trace_replay.py`` (97 lines): replaying a trace under a policy.
+6. ``trace_replay.py`` (131 lines): replaying a trace under a policy, its states along the way.
 
 Extensions (not on the reading path)
 ------------------------------------
@@ -48,10 +48,11 @@ from minigrad.memory.cupy_allocator import CupyCachingAllocator
 from minigrad.memory.estimate import OPTIMIZERS, Estimate, EstimateError, estimate, format_bytes
 from minigrad.memory.profiles import PROFILES, GPUProfile, get_profile, profiles_table
 from minigrad.memory.trace_recording import compare_policies_on_training_step, record_trace, record_training_step
-from minigrad.memory.trace_replay import ReplayResult, compare_policies, replay
+from minigrad.memory.trace_replay import ReplayResult, compare_policies, replay, replay_states
 
 __all__ = [
     "AllocatorOutOfMemoryError", "CachingAllocator", "CupyCachingAllocator", "Estimate", "EstimateError",
     "GPUProfile", "OPTIMIZERS", "PROFILES", "ReplayResult", "compare_policies", "compare_policies_on_training_step",
     "estimate", "format_bytes", "get_profile", "profiles_table", "record_trace", "record_training_step", "replay",
+    "replay_states",
 ]

@@ -6,7 +6,9 @@ A *trace* is a list of events, each ``("alloc", id, nbytes)`` (optionally
 (:mod:`minigrad.memory.trace_recording` records one from a real training
 step.) Replaying the same trace under each policy shows what the policy
 alone changes: how much memory must be reserved and how fragmented the
-free memory becomes.
+free memory becomes. To look at the allocator itself along the way,
+``replay(..., snapshot_at=[...])`` keeps its ``snapshot()`` after chosen
+events, and ``replay_states`` yields the live allocator after every event.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class ReplayResult:
     reserved: list[int] = field(default_factory=list)
     allocated: list[int] = field(default_factory=list)
     fragmentation: list[float] = field(default_factory=list)
+    snapshots: dict[int, list[dict]] = field(default_factory=dict)  # event index -> allocator.snapshot() after it
 
     @property
     def peak_reserved(self) -> int:
@@ -51,31 +54,62 @@ class ReplayResult:
         return self.fragmentation[self.reserved.index(max(self.reserved))]
 
 
-def replay(trace, policy: str = "best_fit", capacity: int | None = None) -> ReplayResult:
-    """Run ``trace`` through a fresh ``CachingAllocator(capacity, policy)``; returns its stats and timelines.
+def replay_states(trace, policy: str = "best_fit", capacity: int | None = None):
+    """Yield ``(index, event, allocator)`` after each event of ``trace``, run through a fresh ``CachingAllocator``.
 
-    Raises ``ValueError`` naming the event for an id allocated twice or freed
-    before it was allocated; an ``AllocatorOutOfMemoryError`` goes through.
+    The allocator is the same live object every time: read what you need
+    (``snapshot()``, ``fragmentation()``, ...) before asking for the next
+    state. Errors as for :func:`replay`, raised when the bad event is reached.
     """
     allocator = CachingAllocator(capacity=capacity, policy=policy)
     addresses: dict = {}
-    result = ReplayResult(policy, {})
     for index, event in enumerate(trace):
-        kind, buffer = event[0], event[1]
-        if kind == ALLOC:
-            if buffer in addresses:
-                raise ValueError(f"replay: event {index} {event!r} allocates id {buffer!r}, which is still allocated")
-            addresses[buffer] = allocator.malloc(event[2], tag=event[3] if len(event) > 3 else None)
-        elif kind == FREE:
-            if buffer not in addresses:
-                raise ValueError(f"replay: event {index} {event!r} frees id {buffer!r}, which is not allocated")
-            allocator.free(addresses.pop(buffer))
-        else:
-            raise ValueError(f"replay: event {index} {event!r}: expected ('alloc', id, nbytes) or ('free', id)")
+        _apply(allocator, addresses, index, event)
+        yield index, event, allocator
+
+
+def _apply(allocator: CachingAllocator, addresses: dict, index: int, event) -> None:
+    """Run one event; ``addresses`` maps the ids alive so far to their blocks' addresses."""
+    kind, buffer = event[0], event[1]
+    if kind == ALLOC:
+        if buffer in addresses:
+            raise ValueError(f"replay: event {index} {event!r} allocates id {buffer!r}, which is still allocated")
+        addresses[buffer] = allocator.malloc(event[2], tag=event[3] if len(event) > 3 else None)
+    elif kind == FREE:
+        if buffer not in addresses:
+            raise ValueError(f"replay: event {index} {event!r} frees id {buffer!r}, which is not allocated")
+        allocator.free(addresses.pop(buffer))
+    else:
+        raise ValueError(f"replay: event {index} {event!r}: expected ('alloc', id, nbytes) or ('free', id)")
+
+
+def replay(trace, policy: str = "best_fit", capacity: int | None = None, snapshot_at=()) -> ReplayResult:
+    """Run ``trace`` through a fresh ``CachingAllocator(capacity, policy)``; returns its stats and timelines.
+
+    ``snapshot_at`` lists event indices (``>= 0``) after which the
+    allocator's ``snapshot()`` is kept in ``result.snapshots``. Raises
+    ``ValueError`` naming the event for an id allocated twice or freed
+    before it was allocated, and for a ``snapshot_at`` index the trace does
+    not reach; an ``AllocatorOutOfMemoryError`` goes through.
+    """
+    wanted = set()
+    for index in snapshot_at:
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise ValueError(f"replay: snapshot_at must hold event indices (ints >= 0), got {index!r}")
+        wanted.add(index)
+    result = ReplayResult(policy, {})
+    allocator = None
+    for index, _, allocator in replay_states(trace, policy, capacity):
         result.reserved.append(allocator.reserved_bytes)
         result.allocated.append(allocator.allocated_bytes)
         result.fragmentation.append(allocator.fragmentation())
-    result.stats = allocator.memory_stats()
+        if index in wanted:
+            result.snapshots[index] = allocator.snapshot()
+    missing = sorted(wanted - result.snapshots.keys())
+    if missing:
+        raise ValueError(f"replay: snapshot_at asks for events {missing[:5]} but the trace has only "
+                         f"{len(result.reserved)} events (indices 0 to {len(result.reserved) - 1})")
+    result.stats = (allocator or CachingAllocator(capacity=capacity, policy=policy)).memory_stats()
     return result
 
 

@@ -4,7 +4,9 @@ import io
 
 import pytest
 
-from minigrad.memory import compare_policies, compare_policies_on_training_step, record_trace, record_training_step, replay
+from minigrad.memory import (
+    compare_policies, compare_policies_on_training_step, record_trace, record_training_step, replay, replay_states,
+)
 from minigrad.memory.sizes import MiB, round_size
 
 
@@ -94,3 +96,45 @@ def test_a_recorded_mlp_step_replays_under_both_policies():
 def test_an_unknown_model_is_named_with_the_choices():
     with pytest.raises(ValueError, match=r"unknown model 'resnet'; choose one of \['mnist-cnn', 'mnist-mlp'\]"):
         record_training_step("resnet")
+
+
+SNAPSHOT_TRACE = [("alloc", "a", 1000, "activation"), ("alloc", "b", 5 * MiB, "parameter"), ("free", "a"),
+                  ("alloc", "c", 100, "gradient"), ("free", "b")]
+
+
+def test_snapshot_at_keeps_the_state_after_the_chosen_events():
+    result = replay(SNAPSHOT_TRACE, "best_fit", snapshot_at=[0, 2, 4])
+    assert sorted(result.snapshots) == [0, 2, 4]
+    for index, snapshot in result.snapshots.items():
+        prefix = replay(SNAPSHOT_TRACE[: index + 1], "best_fit", snapshot_at=[index])
+        assert snapshot == prefix.snapshots[index]
+        assert sum(s["total_size"] for s in snapshot) == result.reserved[index]
+        assert sum(s["allocated_size"] for s in snapshot) == result.allocated[index]
+    after_first = result.snapshots[0]
+    assert [b["tag"] for b in after_first[0]["blocks"]] == ["activation", None]  # a 2 MiB small segment, split
+    assert [b["state"] for b in after_first[0]["blocks"]] == ["active_allocated", "inactive"]
+    assert replay(SNAPSHOT_TRACE).snapshots == {}  # nothing kept unless asked
+    assert replay(SNAPSHOT_TRACE).reserved == result.reserved  # the timelines do not change
+
+
+def test_snapshot_at_refuses_indices_the_trace_does_not_reach():
+    with pytest.raises(ValueError, match=r"snapshot_at asks for events \[5, 9\] but the trace has only 5 events"):
+        replay(SNAPSHOT_TRACE, snapshot_at=[1, 9, 5])
+    with pytest.raises(ValueError, match=r"event indices \(ints >= 0\), got -1"):
+        replay(SNAPSHOT_TRACE, snapshot_at=[-1])
+
+
+def test_replay_states_yields_the_live_allocator_after_every_event():
+    result = replay(SNAPSHOT_TRACE, "first_fit", snapshot_at=range(len(SNAPSHOT_TRACE)))
+    seen = []
+    for index, event, allocator in replay_states(SNAPSHOT_TRACE, "first_fit"):
+        assert event == SNAPSHOT_TRACE[index] and allocator.policy == "first_fit"
+        assert allocator.snapshot() == result.snapshots[index]
+        assert allocator.fragmentation() == result.fragmentation[index]
+        seen.append(index)
+    assert seen == list(range(len(SNAPSHOT_TRACE)))
+    assert allocator.memory_stats() == result.stats
+    states = replay_states([("alloc", "a", 1), ("free", "b")])
+    next(states)
+    with pytest.raises(ValueError, match=r"event 1 .* frees id 'b'"):
+        next(states)
