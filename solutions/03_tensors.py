@@ -38,18 +38,8 @@ from __future__ import annotations
 from typing import Any, Callable, NamedTuple
 
 __all__ = [
-    "Layout",
-    "numel",
-    "strides_for_shape",
-    "index_to_position",
-    "position_to_index",
-    "broadcast_shapes",
-    "broadcast_index",
-    "permute_strides",
-    "expand_strides",
-    "is_contiguous",
-    "view_strides",
-    "strided_map",
+    "Layout", "numel", "strides_for_shape", "index_to_position", "position_to_index", "broadcast_shapes",
+    "broadcast_index", "permute_strides", "expand_strides", "is_contiguous", "view_strides", "strided_map",
 ]
 
 Shape = tuple[int, ...]
