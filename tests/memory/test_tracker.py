@@ -188,3 +188,22 @@ def test_report_and_timeline_text():
     assert "tracemalloc peak" in text and "saved for backward by module" in text
     table = mem.format_timeline(limit=8)
     assert "linear" in table and "more events" in table
+
+
+def test_timeline_category_totals_add_up_to_the_running_total():
+    model = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 3))  # the first output becomes an activation when saved
+    optimizer = optim.Adam(model.parameters())
+    with memory.track(model, optimizer) as mem:
+        for _ in range(2):
+            optimizer.zero_grad()
+            model(mt.randn(5, 4)).sum().backward()
+            optimizer.step()
+    rows = memory.timeline.category_totals(mem.timeline, mem.baseline_by_category)
+    retags = [e for e in mem.timeline if e.kind == "retag"]
+    assert [(e.from_category, e.category, e.nbytes, e.module, e.op) for e in retags[:1]] == [
+        ("temporary", "activation", 5 * 8 * 4, "1", "linear")]
+    for event, row in zip(mem.timeline, rows):
+        assert sum(row.values()) == event.total and min(row.values()) >= 0
+    assert rows[-1] == mem.by_category()
+    assert max(e.total for e in mem.timeline) == mem.peak
+    assert rows[mem.peak_index] == mem.peak_by_category
