@@ -30,8 +30,8 @@ def mlp_epoch_runner(steps: int | None = None, subset: bool = False, batch_size:
 
     (x_train, y_train), _ = mnist_arrays(subset)
     n = len(x_train) // batch_size if steps is None else min(steps, len(x_train) // batch_size)
-    batches = [(x_train[i * batch_size:(i + 1) * batch_size], y_train[i * batch_size:(i + 1) * batch_size])
-               for i in range(n)]
+    batches = [(x_train[i * batch_size:(i + 1) * batch_size].copy(), y_train[i * batch_size:(i + 1) * batch_size].copy())
+               for i in range(n)]  # copies, as a DataLoader makes (a slice would keep the whole set alive)
     mt.manual_seed(0)
     model = RECIPES["mnist-mlp"].build()
     optimizer = optim.Adam(model.parameters(), lr=1e-3)

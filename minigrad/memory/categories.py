@@ -16,14 +16,14 @@ Invariant: every tag maps to exactly one category, so the categories always sum 
 
 from __future__ import annotations
 
-__all__ = ["CATEGORIES", "PARAMETER", "GRADIENT", "OPTIMIZER_STATE", "ACTIVATION", "TEMPORARY", "INPUT", "OTHER",
+__all__ = ["CATEGORIES", "CATEGORY_OF_TAG", "PARAMETER", "GRADIENT", "OPTIMIZER_STATE", "ACTIVATION", "TEMPORARY", "INPUT", "OTHER",
            "category_of"]
 
 PARAMETER, GRADIENT, OPTIMIZER_STATE = "parameter", "gradient", "optimizer_state"
 ACTIVATION, TEMPORARY, INPUT, OTHER = "activation", "temporary", "input", "other"
 CATEGORIES = (PARAMETER, GRADIENT, OPTIMIZER_STATE, ACTIVATION, TEMPORARY, INPUT, OTHER)
 
-_BY_TAG = {
+CATEGORY_OF_TAG = {
     "parameter": PARAMETER,
     "gradient": GRADIENT,
     "optimizer_state": OPTIMIZER_STATE,
@@ -37,4 +37,4 @@ _BY_TAG = {
 
 def category_of(tag: str) -> str:
     """The category of a buffer with allocation tag ``tag`` (``"other"`` for tags it does not know)."""
-    return _BY_TAG.get(tag, OTHER)
+    return CATEGORY_OF_TAG.get(tag, OTHER)

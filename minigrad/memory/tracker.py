@@ -32,7 +32,7 @@ Invariants
 from __future__ import annotations
 
 
-from minigrad.memory.categories import ACTIVATION, CATEGORIES, category_of
+from minigrad.memory.categories import CATEGORY_OF_TAG, ACTIVATION, CATEGORIES, OTHER, category_of
 from minigrad.memory.ground_truth import CupyPoolProbe, TracemallocProbe
 from minigrad.memory.timeline import TimelineEvent, format_timeline
 from minigrad.tensor import hooks
@@ -90,6 +90,7 @@ class Tracker:
         self._activation_by_module: dict[str, int] = {}
         self._saved_by_module: dict[str, int] = {}
         self._registering = False
+        self._seen: set[int] = set()  # ids of the modules and optimizers whose existing tensors were reported
         self.tracemalloc_peak: int | None = None
         self.device_pool_peak: int | None = None
         self._tracemalloc = self._pool = None
@@ -131,6 +132,8 @@ class Tracker:
             self.tracemalloc_peak = self._tracemalloc.peak
         if self._pool.active:
             self.device_pool_peak = self._pool.peak
+        self._named, self._names, self._modules, self._auto, self._seen = [], {}, [], [], set()  # let the model go
+        self._update_phase()
         self.active = False
 
     # ------------------------------------------------------------------ observers (the hot path while tracking)
@@ -139,7 +142,7 @@ class Tracker:
         kind = event.event
         if kind == "alloc":
             nbytes = event.nbytes
-            category = category_of(event.tag)
+            category = CATEGORY_OF_TAG.get(event.tag, OTHER)
             module = self._modules[-1] if self._modules else None
             self._buffers[event.buffer_id] = [nbytes, category, module]
             if self._registering:
@@ -147,16 +150,16 @@ class Tracker:
             if category == ACTIVATION and module is not None:
                 self._activation_by_module[module] = self._activation_by_module.get(module, 0) + nbytes
             self._by_category[category] += nbytes
-            self.current += nbytes
-            if self.current > self.peak:
-                self.peak = self.current
+            current = self.current = self.current + nbytes
+            if current > self.peak:
+                self.peak = current
                 self.peak_by_category = self._by_category.copy()
                 self.peak_index = len(self.events)
-            if self._pool.active and event.device != "cpu":
+            if self._pool.pool is not None and event.device != "cpu":
                 self._pool.sample()
             if self.record_timeline:
-                self.events.append((self.step, self._phase, kind, category, nbytes, self.current, event.op or self._context_op, module,
-                                    event.buffer_id, None))
+                self.events.append((self.step, self._phase, kind, category, nbytes, current,
+                                    event.op or self._context_op, module, event.buffer_id, None))
         elif kind == "free":
             record = self._buffers.pop(event.buffer_id, None)
             if record is None:  # a buffer this tracker never counted
@@ -195,8 +198,10 @@ class Tracker:
         if name == "forward":
             if event.event == "enter":
                 if not self._modules:
-                    self._name_modules(owner)
-                    self._register_module(owner)
+                    if id(owner) not in self._seen:
+                        self._seen.add(id(owner))
+                        self._name_modules(owner)
+                        self._register_module(owner)
                     for value in event.inputs:
                         if hasattr(value, "_data"):
                             self._register(value, "input")
@@ -208,7 +213,8 @@ class Tracker:
                 if not self._modules:
                     self._pop(name)
         elif event.event == "enter":
-            if name == "optimizer":
+            if name == "optimizer" and id(owner) not in self._seen:
+                self._seen.add(id(owner))
                 self._register_optimizer(owner)
             self._push(name)
             self._context_op = f"{type(owner).__name__}.step" if name == "optimizer" else name
@@ -244,7 +250,7 @@ class Tracker:
 
     def _update_phase(self) -> None:
         auto = self._auto[-1] if self._auto else None
-        self._phase = ":".join(p for p in (self._manual, auto) if p) or None
+        self._phase = auto if self._manual is None else (f"{self._manual}:{auto}" if auto else self._manual)
 
     # ------------------------------------------------------------------ what existed before the block
 

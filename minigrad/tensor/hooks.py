@@ -69,7 +69,7 @@ __all__ = [
     "allocation_tag", "set_buffer_tag", "buffer_id", "live_buffers",
     "set_dtype_policy", "get_dtype_policy", "dtype_policy",
     "ACTIVATION", "OUTPUT", "TEMPORARY", "GRADIENT", "TENSOR", "live_bytes", "report_temporary", "scratch",
-    "PhaseEvent", "add_phase_observer", "remove_phase_observer", "phase",
+    "PhaseEvent", "add_phase_observer", "remove_phase_observer", "phase", "enter_phase", "exit_phase",
 ]
 
 ACTIVATION, OUTPUT, TEMPORARY, GRADIENT, TENSOR = "activation", "output", "temporary", "gradient", "tensor"
@@ -140,16 +140,27 @@ def remove_phase_observer(fn) -> None:
         phase_observers.remove(fn)
 
 
+def enter_phase(name: str, owner=None, inputs: tuple = ()) -> None:
+    """Tell the phase observers that phase ``name`` of ``owner`` starts (pair it with :func:`exit_phase`)."""
+    event = PhaseEvent("enter", name, owner, inputs)
+    for fn in tuple(phase_observers):
+        fn(event)
+
+
+def exit_phase(name: str, owner=None) -> None:
+    event = PhaseEvent("exit", name, owner)
+    for fn in tuple(phase_observers):
+        fn(event)
+
+
 @contextmanager
 def phase(name: str, owner=None, inputs: tuple = ()):
     """Report the block as phase ``name`` of ``owner`` to the phase observers (callers test ``phase_observers``)."""
-    for fn in tuple(phase_observers):
-        fn(PhaseEvent("enter", name, owner, inputs))
+    enter_phase(name, owner, inputs)
     try:
         yield
     finally:
-        for fn in tuple(phase_observers):
-            fn(PhaseEvent("exit", name, owner))
+        exit_phase(name, owner)
 
 
 @contextmanager
