@@ -91,7 +91,7 @@ phase_observers: list[Callable[[PhaseEvent], None]] = []
 policy: Callable | None = None
 
 _ids = itertools.count(1)
-_live: dict[int, list] = {}  # id(root array) -> [buffer_id, nbytes, tag, device, op]
+_live: dict[int, list] = {}  # id(root array) -> [buffer_id, nbytes, tag, device, op, weak reference]
 
 
 class RemovableHandle:
@@ -175,6 +175,9 @@ def allocation_tag(tag: str):
 
 def _emit(event: str, record: list, op: str | None = None) -> None:
     ev = AllocationEvent(event, record[1], record[0], record[2], record[3], op or record[4])
+    if len(observers) == 1:
+        observers[0](ev)
+        return
     for fn in tuple(observers):
         fn(ev)
 
@@ -194,6 +197,16 @@ def _root(array):
     return array
 
 
+class _BufferRef(weakref.ref):
+    """A weak reference to a root array that reports the buffer freed when the array goes (kept in its record)."""
+
+    __slots__ = ("key",)
+
+
+def _dead(ref: _BufferRef) -> None:
+    _freed(ref.key)
+
+
 def _freed(key: int) -> None:
     record = _live.pop(key, None)
     if record is not None:
@@ -202,13 +215,14 @@ def _freed(key: int) -> None:
 
 def track(array, tag: str, device, op: str | None = None) -> None:
     """Report ``array``'s buffer as allocated (by ``op``) unless it is already known (called by Tensor creation)."""
-    root = _root(array)
+    root = array if array.base is None else _root(array)
     key = id(root)
     if key in _live:
         return
-    record = [next(_ids), int(root.nbytes), tag_override[-1] if tag_override else tag, str(device), op]
+    ref = _BufferRef(root, _dead)  # cheaper than weakref.finalize; the record keeps it alive
+    ref.key = key
+    record = [next(_ids), int(root.nbytes), tag_override[-1] if tag_override else tag, str(device), op, ref]
     _live[key] = record
-    weakref.finalize(root, _freed, key)
     _emit("alloc", record)
 
 
@@ -232,21 +246,26 @@ def track_node(ctx, out, device) -> None:
     otherwise an ``"output"``. An ``"output"`` buffer that this node saves
     becomes an activation.
     """
-    kept = [a for a in ctx._saved if _is_buffer(a)] if ctx._saved else []
+    kept = list(ctx._saved) if ctx._saved else []
     for value in vars(ctx).values():
         if type(value) in (tuple, list):
-            kept.extend(v for v in value if _is_buffer(v))
-        elif _is_buffer(value):
+            kept.extend(value)
+        else:
             kept.append(value)
     op = ctx.op
     saved_roots = set()
     for array in kept:
-        root = _root(array)
-        saved_roots.add(id(root))
-        if id(root) in _live:
-            retag(root, ACTIVATION, (OUTPUT, TEMPORARY), op)
-        else:
+        if not _is_buffer(array):
+            continue
+        root = array if array.base is None else _root(array)
+        key = id(root)
+        saved_roots.add(key)
+        record = _live.get(key)
+        if record is None:
             track(root, ACTIVATION, device, op)
+        elif record[2] == OUTPUT or record[2] == TEMPORARY:
+            record[2] = ACTIVATION
+            _emit("retag", record, op)
     track(out, ACTIVATION if id(_root(out)) in saved_roots else OUTPUT, device, op)
 
 
