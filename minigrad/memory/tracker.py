@@ -81,6 +81,8 @@ class Tracker:
         self.events: list[tuple] = []
         self._buffers: dict[int, list] = {}  # buffer_id -> [nbytes, category, module name]
         self._modules: list[str] = []  # names of the module calls in progress, innermost last
+        self._module: str | None = None  # the innermost of them
+        self._sample_pool = False
         self._names: dict[int, str] = {}
         self._named: list = []  # keeps named modules alive so their ids stay theirs
         self._auto: list[str] = []  # automatic phases in progress
@@ -105,6 +107,7 @@ class Tracker:
         self.active = True
         known = hooks.live_buffers()
         self._pool = CupyPoolProbe()
+        self._sample_pool = self._pool.active
         if self.use_tracemalloc:
             self._tracemalloc = TracemallocProbe()
         self._handles = [hooks.add_allocation_observer(self._on_allocation), hooks.add_phase_observer(self._on_phase)]
@@ -133,33 +136,36 @@ class Tracker:
         if self._pool.active:
             self.device_pool_peak = self._pool.peak
         self._named, self._names, self._modules, self._auto, self._seen = [], {}, [], [], set()  # let the model go
+        self._module = None
         self._update_phase()
         self.active = False
 
     # ------------------------------------------------------------------ observers (the hot path while tracking)
 
     def _on_allocation(self, event) -> None:
-        kind = event.event
+        kind = event[0]
         if kind == "alloc":
-            nbytes = event.nbytes
-            category = CATEGORY_OF_TAG.get(event.tag, OTHER)
-            module = self._modules[-1] if self._modules else None
-            self._buffers[event.buffer_id] = [nbytes, category, module]
+            _, nbytes, buffer_id, tag, device, op = event
+            category = CATEGORY_OF_TAG.get(tag, OTHER)
+            module = self._module
+            self._buffers[buffer_id] = [nbytes, category, module]
             if self._registering:
                 self.preexisting += nbytes
-            if category == ACTIVATION and module is not None:
-                self._activation_by_module[module] = self._activation_by_module.get(module, 0) + nbytes
-            self._by_category[category] += nbytes
+            if module is not None and category == ACTIVATION:
+                by_module = self._activation_by_module
+                by_module[module] = by_module.get(module, 0) + nbytes
+            by_category = self._by_category
+            by_category[category] += nbytes
             current = self.current = self.current + nbytes
             if current > self.peak:
                 self.peak = current
-                self.peak_by_category = self._by_category.copy()
+                self.peak_by_category = by_category.copy()
                 self.peak_index = len(self.events)
-            if self._pool.pool is not None and event.device != "cpu":
+            if self._sample_pool and device != "cpu":
                 self._pool.sample()
             if self.record_timeline:
                 self.events.append((self.step, self._phase, kind, category, nbytes, current,
-                                    event.op or self._context_op, module, event.buffer_id, None))
+                                    op or self._context_op, module, buffer_id, None))
         elif kind == "free":
             record = self._buffers.pop(event.buffer_id, None)
             if record is None:  # a buffer this tracker never counted
@@ -183,7 +189,7 @@ class Tracker:
             if previous == ACTIVATION and module is not None:
                 self._activation_by_module[module] -= nbytes
             if category == ACTIVATION:  # the module whose forward saved it owns it now
-                module = self._modules[-1] if self._modules else None
+                module = self._module
                 if module is not None:
                     self._activation_by_module[module] = self._activation_by_module.get(module, 0) + nbytes
             record[1], record[2] = category, module
@@ -206,9 +212,11 @@ class Tracker:
                         if hasattr(value, "_data"):
                             self._register(value, "input")
                     self._push(name)
-                self._modules.append(self._names.get(id(owner)) or type(owner).__name__)
+                self._module = self._names.get(id(owner)) or type(owner).__name__
+                self._modules.append(self._module)
             else:
                 module = self._modules.pop()
+                self._module = self._modules[-1] if self._modules else None
                 self._saved_by_module[module] = self._activation_by_module.get(module, 0)
                 if not self._modules:
                     self._pop(name)

@@ -84,6 +84,9 @@ PhaseEvent.__doc__ = """A phase starts (``event`` "enter") or ends ("exit"): ``p
 "optimizer"; ``owner`` the module, the tensor backward started from, or the optimizer; ``inputs`` the
 positional arguments of a module call (empty otherwise)."""
 
+_new_tuple = tuple.__new__  # builds an AllocationEvent without the namedtuple's Python-level __new__
+_NOT_ARRAYS = frozenset({int, float, bool, str, type(None), type(Ellipsis), slice})
+
 # The module-level state is read on the hot path by tensor.py and function.py.
 observers: list[Callable[[AllocationEvent], None]] = []
 tag_override: list[str] = []
@@ -174,7 +177,7 @@ def allocation_tag(tag: str):
 
 
 def _emit(event: str, record: list, op: str | None = None) -> None:
-    ev = AllocationEvent(event, record[1], record[0], record[2], record[3], op or record[4])
+    ev = _new_tuple(AllocationEvent, (event, record[1], record[0], record[2], record[3], op or record[4]))
     if len(observers) == 1:
         observers[0](ev)
         return
@@ -248,8 +251,11 @@ def track_node(ctx, out, device) -> None:
     """
     kept = list(ctx._saved) if ctx._saved else []
     for value in vars(ctx).values():
-        if type(value) in (tuple, list):
-            kept.extend(value)
+        kind = type(value)
+        if kind in _NOT_ARRAYS:
+            continue
+        if kind is tuple or kind is list:
+            kept.extend(v for v in value if type(v) not in _NOT_ARRAYS)
         else:
             kept.append(value)
     op = ctx.op
@@ -286,25 +292,30 @@ def _device_of(array) -> str:
     return "cpu" if module == "numpy" else module
 
 
-@contextmanager
-def scratch(nbytes: int, device="cpu"):
-    """Report ``nbytes`` of scratch memory as allocated for the length of the block (tag ``"temporary"``).
+class scratch:
+    """``with scratch(nbytes, device):`` reports ``nbytes`` of scratch memory as allocated for the block (tag ``"temporary"``).
 
     For code whose arrays the library cannot report one by one (an update
     kernel's whole-array arithmetic): it declares its peak instead. Costs
     nothing when nobody observes.
     """
-    if not observers:
-        yield
-        return
-    record = [next(_ids), int(nbytes), tag_override[-1] if tag_override else TEMPORARY, str(device), None]
-    key = -record[0]  # never the id() of an array
-    _live[key] = record
-    _emit("alloc", record)
-    try:
-        yield
-    finally:
-        _freed(key)
+
+    __slots__ = ("nbytes", "device", "key")
+
+    def __init__(self, nbytes: int, device="cpu") -> None:
+        self.nbytes, self.device, self.key = nbytes, device, None
+
+    def __enter__(self) -> None:
+        if observers:
+            record = [next(_ids), int(self.nbytes), tag_override[-1] if tag_override else TEMPORARY, str(self.device), None]
+            self.key = -record[0]  # never the id() of an array
+            _live[self.key] = record
+            _emit("alloc", record)
+
+    def __exit__(self, *exc) -> None:
+        if self.key is not None:
+            _freed(self.key)
+            self.key = None
 
 
 def live_bytes() -> int:
