@@ -200,18 +200,11 @@ class Tracker:
                                     event.buffer_id, previous))
 
     def _on_phase(self, event) -> None:
-        name, owner = event.phase, event.owner
+        kind, name, owner, _inputs = event
         if name == "forward":
-            if event.event == "enter":
-                if not self._modules:
-                    if id(owner) not in self._seen:
-                        self._seen.add(id(owner))
-                        self._name_modules(owner)
-                        self._register_module(owner)
-                    for value in event.inputs:
-                        if hasattr(value, "_data"):
-                            self._register(value, "input")
-                    self._push(name)
+            if kind == "enter":
+                if not self._modules:  # the outermost module call: the forward phase starts
+                    self._start_forward(event)
                 self._module = self._names.get(id(owner)) or type(owner).__name__
                 self._modules.append(self._module)
             else:
@@ -220,7 +213,7 @@ class Tracker:
                 self._saved_by_module[module] = self._activation_by_module.get(module, 0)
                 if not self._modules:
                     self._pop(name)
-        elif event.event == "enter":
+        elif kind == "enter":
             if name == "optimizer" and id(owner) not in self._seen:
                 self._seen.add(id(owner))
                 self._register_optimizer(owner)
@@ -231,6 +224,18 @@ class Tracker:
             self._context_op = None
             if name == "optimizer":
                 self.step += 1
+
+    def _start_forward(self, event) -> None:
+        """Report what the model and its inputs held before the tracker saw them, then mark the phase."""
+        owner = event.owner
+        if id(owner) not in self._seen:
+            self._seen.add(id(owner))
+            self._name_modules(owner)
+            self._register_module(owner)
+        for value in event.inputs:
+            if hasattr(value, "_data"):
+                self._register(value, "input")
+        self._push("forward")
 
     # ------------------------------------------------------------------ phases
 

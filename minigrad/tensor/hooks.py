@@ -145,13 +145,13 @@ def remove_phase_observer(fn) -> None:
 
 def enter_phase(name: str, owner=None, inputs: tuple = ()) -> None:
     """Tell the phase observers that phase ``name`` of ``owner`` starts (pair it with :func:`exit_phase`)."""
-    event = PhaseEvent("enter", name, owner, inputs)
+    event = _new_tuple(PhaseEvent, ("enter", name, owner, inputs))
     for fn in tuple(phase_observers):
         fn(event)
 
 
 def exit_phase(name: str, owner=None) -> None:
-    event = PhaseEvent("exit", name, owner)
+    event = _new_tuple(PhaseEvent, ("exit", name, owner, ()))
     for fn in tuple(phase_observers):
         fn(event)
 
