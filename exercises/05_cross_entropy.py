@@ -19,12 +19,13 @@ target distribution. Doing log-softmax and the loss in *one* node (a fused
 op) gives exactly this, instead of a chain of exp/sum/log/index nodes that
 each keep their own tensors.
 
-Options, as in PyTorch: ``reduction`` (``"mean"`` over the counted rows,
-``"sum"``, or ``"none"`` for one loss per row); ``ignore_index`` (rows whose
-target equals it contribute nothing and are not counted in the mean — used
-for padding); ``label_smoothing`` ``eps`` (the target becomes ``(1 - eps) *
-one_hot + eps / C``, so the gradient is ``softmax - that``). Class weights
-(``weight=``) and probability targets are not implemented.
+``reduction`` is ``"mean"`` over the rows, ``"sum"``, or ``"none"`` for one
+loss per row. PyTorch's options ``ignore_index`` (rows that do not count,
+for padding) and ``label_smoothing`` live in :mod:`.cross_entropy_options`,
+an extension: :func:`cross_entropy` hands a call that uses them to
+``CrossEntropyWithOptionsFunction`` and keeps :class:`CrossEntropyFunction`,
+the node below, the clear fused version. Class weights (``weight=``) and
+probability targets are not implemented.
 
 **Binary cross-entropy with logits** uses the same trick for one logit ``x``
 and a target ``y`` in [0, 1]: ``max(x, 0) - x*y + log(1 + exp(-|x|))`` never
@@ -33,9 +34,8 @@ overflows; its gradient is ``sigmoid(x) - y``.
 
 from __future__ import annotations
 
-import numpy as np
-
 from minigrad.nn.functional._utils import check_float, check_tensor
+from minigrad.nn.functional.cross_entropy_options import CrossEntropyWithOptionsFunction, reduce_rows, row_weights
 from minigrad.tensor import DTypeError, Function, ShapeError, Tensor, array_module, is_floating_point
 
 __all__ = [
@@ -46,73 +46,39 @@ __all__ = [
 REDUCTIONS = ("mean", "sum", "none")
 
 
-def _reduce_array(xp, loss, valid, reduction: str):
-    """Reduce per-row losses (already 0 at ignored rows) the way ``reduction`` asks; ``valid`` None: no row ignored."""
-    if reduction == "none":
-        return loss
-    total = loss.sum()
-    if reduction == "sum":
-        return total
-    if valid is None:
-        return xp.asarray(total / loss.shape[0], dtype=loss.dtype)
-    count = valid.sum()
-    if xp is np and count == 0:  # every row ignored: 0/0 = nan, as in PyTorch (CuPy gives nan without a warning)
-        return xp.asarray(np.nan, dtype=loss.dtype)
-    return xp.asarray(total / count, dtype=loss.dtype)
-
-
-def _row_weights(grad, valid, reduction: str, rows: int):
-    """d(reduced loss)/d(loss of each row), times the incoming gradient: 1/N for "mean", 0 on ignored rows.
-
-    ``valid`` None (no row ignored) gives a scalar for "mean" and "sum".
-    """
-    if valid is None:
-        return grad / rows if reduction == "mean" else grad
-    if reduction == "none":
-        return grad * valid
-    if reduction == "mean":
-        return valid * (grad / valid.sum())
-    return valid * grad
-
-
 class CrossEntropyFunction(Function):
-    """Fused log-softmax + negative log-likelihood over (M, C) logits and (M,) class indices."""
+    """Fused log-softmax + negative log-likelihood over (M, C) logits and (M,) class indices.
+
+    Forward: the loss of each row, ``-log softmax(row)[target]``, computed
+    without overflow for any logits, then reduced (``"mean"``, ``"sum"`` or
+    ``"none"``). Backward: the gradient with respect to the logits, (M, C).
+    """
 
     op = "cross_entropy"
 
-    def forward(ctx, logits, target, ignore_index, label_smoothing, reduction):
+    def forward(ctx, logits, target, reduction):
         xp = array_module(logits)
-        M, C = logits.shape
-        rows = xp.arange(M)
-        valid = None  # ignore_index None: the caller checked that no row is ignored
-        if ignore_index is not None:
-            valid = target != ignore_index
-            target = xp.where(valid, target, 0)  # ignored rows point at class 0; they are masked out below
+        rows = xp.arange(logits.shape[0])
         # TODO Exercise 5.2
-        raise NotImplementedError('Exercise 5.2: stable log-softmax per row: shifted = logits - row max (keepdims); logp = shifted - log(sum of exp(shifted)); loss = -logp[rows, target]')
-        eps = label_smoothing
-        if eps:  # the target distribution is (1 - eps) * one_hot + eps / C
-            loss = (1 - eps) * loss - eps * logp.mean(axis=1)
-        if valid is not None:
-            loss = xp.where(valid, loss, 0)
-        ctx.smoothing, ctx.reduction = eps, reduction
-        ctx.save_for_backward(logp, target, valid)
-        return _reduce_array(xp, loss, valid, reduction)
+        raise NotImplementedError("Exercise 5.2: the stable log-softmax of each row (chapter 05, section 3: shift before exponentiating), keeping it as logp for the backward, and each row's loss as the negative log-probability of its target class")
+        ctx.reduction = reduction
+        ctx.save_for_backward(logp, target)
+        if reduction == "none":
+            return loss
+        total = loss.sum()
+        return total if reduction == "sum" else xp.asarray(total / loss.shape[0], dtype=loss.dtype)
 
     def backward(ctx, grad):
-        logp, target, valid = ctx.saved_tensors
+        logp, target = ctx.saved_tensors
         xp = array_module(logp)
-        M, C = logp.shape
-        rows = xp.arange(M)
+        rows = xp.arange(logp.shape[0])
         # TODO Exercise 5.2
-        raise NotImplementedError('Exercise 5.2: d(row loss)/d(logits) = softmax - one_hot(target): dlogits = exp(logp), then subtract 1 at [rows, target]')
-        eps = ctx.smoothing
-        if eps:  # softmax - ((1 - eps) * one_hot + eps / C)
-            dlogits[rows, target] += eps
-            dlogits -= eps / C
-        weights = _row_weights(grad, valid, ctx.reduction, M)  # 1/N for the mean; 0 on ignored rows
-        dlogits *= weights[:, None] if weights.ndim else weights
-        return dlogits, None, None, None, None
+        raise NotImplementedError('Exercise 5.2: d(row loss)/d(logits) as a new (M, C) array dlogits, computed from the saved logp alone (chapter 05, section 3: the gradient of the fused loss)')
+        if ctx.reduction == "none":  # one loss per row: each row gets its own incoming gradient
+            dlogits *= grad[:, None]
+        else:
+            dlogits *= grad / len(rows) if ctx.reduction == "mean" else grad
+        return dlogits, None, None
 
 
 class NLLLossFunction(Function):
@@ -127,13 +93,13 @@ class NLLLossFunction(Function):
         loss = xp.where(valid, -logp[xp.arange(logp.shape[0]), target], 0)
         ctx.reduction, ctx.shape = reduction, logp.shape
         ctx.save_for_backward(target, valid)
-        return _reduce_array(xp, loss, valid, reduction)
+        return reduce_rows(xp, loss, valid, reduction)
 
     def backward(ctx, grad):
         target, valid = ctx.saved_tensors
         xp = array_module(target)
         dlogp = xp.zeros(ctx.shape, dtype=grad.dtype)
-        dlogp[xp.arange(ctx.shape[0]), target] = -_row_weights(grad, valid, ctx.reduction, ctx.shape[0])
+        dlogp[xp.arange(ctx.shape[0]), target] = -row_weights(grad, valid, ctx.reduction, ctx.shape[0])
         return dlogp, None, None, None
 
 
@@ -241,7 +207,8 @@ def cross_entropy(
     """Cross-entropy between logits ``input`` (N, C) (or (C,), or (N, C, d1, ...)) and class indices ``target``.
 
     Equal to ``nll_loss(log_softmax(input, 1), target)`` but computed in one
-    stable, fused node (see the module docstring).
+    stable, fused node (see the module docstring); ``ignore_index`` (when a
+    target equals it) and ``label_smoothing`` take the extension's node.
     """
     op = "cross_entropy"
     if weight is not None or size_average is not None or reduce is not None:
@@ -251,8 +218,11 @@ def cross_entropy(
         raise ValueError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
     rows, targets, shape, C = _classes_last(input, target, op, "logits")
     none_ignored = _check_targets(targets, C, ignore_index, op)
-    ignore = None if none_ignored else int(ignore_index)  # None: the node skips the masking
-    out = CrossEntropyFunction.apply(rows, targets, ignore, float(label_smoothing), reduction)
+    if none_ignored and not label_smoothing:
+        out = CrossEntropyFunction.apply(rows, targets, reduction)
+    else:
+        ignore = None if none_ignored else int(ignore_index)  # None: the node skips the masking
+        out = CrossEntropyWithOptionsFunction.apply(rows, targets, ignore, float(label_smoothing), reduction)
     return out.reshape(shape) if reduction == "none" else out
 
 

@@ -46,14 +46,21 @@ def _exercises(args) -> int:
 
 
 def _train(args) -> int:
+    import minigrad.gpu  # noqa: F401  (makes "cuda" a device)
     from minigrad.data import MNISTNotFound
+    from minigrad.tensor import DeviceError, device
     from minigrad.training import train_mnist
 
+    try:
+        device(args.device)
+    except DeviceError as err:
+        print(f"minigrad train: --device {args.device}: {err}", file=sys.stderr)
+        return 2
     try:
         _, history = train_mnist(
             args.recipe, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
             data=args.data, save_path=args.save, subset=args.subset, progress=not args.no_progress,
-            download=not args.no_download,
+            download=not args.no_download, device=args.device,
         )
     except MNISTNotFound as err:
         hint = f"or run `minigrad train {args.recipe} --subset` to use the small copy shipped with minigrad"
@@ -130,6 +137,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--no-download", action="store_true", help="never download; fail if the files are not on disk")
     t.add_argument("--save", metavar="PATH", help="save model + optimizer state to PATH (.npz, no pickle)")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.add_argument("--device", default="cpu", help="where to train: cpu (default) or cuda (needs CuPy and an NVIDIA GPU)")
     t.set_defaults(run=_train)
     return p
 

@@ -50,16 +50,14 @@ def sgd_update(
 ):
     """One SGD step (with momentum, Nesterov and L2 weight decay) for one parameter, in place.
 
-    With ``g`` the gradient, ``p`` the parameter and ``b`` the momentum buffer::
-
-        g = -g                       if maximize   (climb instead of descend)
-        g = g + weight_decay * p     if weight_decay != 0
-        if momentum != 0:
-            b = g (a copy)                          on the first step
-            b = momentum * b + (1 - dampening) * g  afterwards
-            g = g + momentum * b     if nesterov   (look ahead along b)
-            g = b                    otherwise
-        p = p - lr * g
+    The step follows ``torch.optim.SGD`` (chapter 05, section 5): the direction
+    starts from the gradient (its negative with ``maximize``), plus the L2
+    penalty's gradient when ``weight_decay`` is set; with momentum, the buffer
+    is a decaying sum of past directions (``dampening`` scales the new one),
+    whose first value is a copy of the direction itself, undamped; the step
+    then goes along the buffer, or with ``nesterov`` along the direction
+    looked ahead by the buffer. The parameter moves ``lr`` times the final
+    direction downhill.
 
     ``momentum_buffer`` is the buffer from the previous step (``None`` on the
     first step, or when momentum is 0). Returns the buffer to keep for the next
@@ -103,23 +101,16 @@ def adam_update(
     """One Adam / AdamW step for one parameter, in place.
 
     ``exp_avg`` (m) and ``exp_avg_sq`` (v) are the running averages of the
-    gradient and of its square; ``step`` (t) counts the steps taken, this one
-    included (1 on the first step)::
-
-        g = -g                            if maximize
-        p = p * (1 - lr * weight_decay)   AdamW (decoupled_weight_decay)
-        g = g + weight_decay * p          Adam with weight_decay != 0 (L2 penalty)
-        m = beta1 * m + (1 - beta1) * g
-        v = beta2 * v + (1 - beta2) * g * g
-        v_max = max(v_max, v)             if amsgrad (then v_max replaces v below)
-        m_hat = m / (1 - beta1**t)        bias corrections: m and v start at 0,
-        v_hat = v / (1 - beta2**t)        so early averages are too small
-        p = p - lr * m_hat / (sqrt(v_hat) + eps)
-
-    PyTorch computes the last line as
-    ``p -= (lr / (1 - beta1**t)) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)``
-    (the same value, fewer full-size temporaries); so do we.
-    ``max_exp_avg_sq`` is needed only when ``amsgrad`` is set.
+    gradient and of its square, with decay rates ``beta1`` and ``beta2``;
+    ``step`` (t) counts the steps taken, this one included (1 on the first
+    step). Both averages start at zero, so early on they are too small: each
+    is divided by its bias correction before use. The step per coordinate is
+    the corrected first moment scaled by ``lr`` and divided by the square root
+    of the corrected second moment (plus ``eps``), so every coordinate moves
+    about ``lr`` whatever its gradient's scale (chapter 05, section 5). With
+    ``amsgrad``, ``max_exp_avg_sq`` keeps the running maximum of v, and the
+    maximum is used in v's place. ``maximize`` and the two kinds of weight
+    decay are handled before the exercise region.
     """
     if maximize:
         grad = -grad

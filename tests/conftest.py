@@ -27,6 +27,13 @@ marked ``@pytest.mark.host_only`` runs once, with the CPU as default device:
 tests about the CPU itself, and tests that name their devices themselves.
 The strict half takes about 1.6 times the CPU half's time (the wrapper's
 bookkeeping): about 17 s against 10 s of CPU time for tests/tensor + tests/nn.
+
+The strict half runs with the GPU stage in place: ``minigrad.gpu`` imported
+and its fused ops registered for the strict device, as they are for
+``"cuda"`` on a GPU, with the kernels' array-operation stand-ins
+(:mod:`minigrad.gpu.backend_reference`; float32 and float64, so gradchecks
+pass through them). Code of the fused path that reached for host NumPy fails
+there as it would on CuPy.
 """
 
 from __future__ import annotations
@@ -36,7 +43,10 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
+import minigrad.gpu  # noqa: F401  (the GPU stage in place: "cuda" known to the device registry)
 import minigrad.tensor as mt
+from minigrad.gpu.backend_ops import register_fused_ops, unregister_fused_ops
+from minigrad.gpu.backend_reference import REFERENCE_KERNELS
 from minigrad.tensor import strict_backend
 
 CI_EXAMPLES = 60
@@ -67,10 +77,15 @@ def pytest_generate_tests(metafunc):
 
 @pytest.fixture
 def device(request):
-    """The device of this run of the test; the factories' default device meanwhile."""
-    dev = strict_backend.register() if request.param == strict_backend.DEVICE_TYPE else mt.cpu
+    """The device of this run of the test; the factories' default device meanwhile (strict: with fused ops)."""
+    strict = request.param == strict_backend.DEVICE_TYPE
+    dev = strict_backend.register() if strict else mt.cpu
+    if strict:
+        register_fused_ops(strict_backend.DEVICE_TYPE, REFERENCE_KERNELS)
     mt.set_default_device(dev)
     try:
         yield dev
     finally:
         mt.set_default_device(mt.cpu)
+        if strict:
+            unregister_fused_ops(strict_backend.DEVICE_TYPE)

@@ -133,3 +133,35 @@ def test_recursion_is_found_by_reading_the_source():
     assert recursion_cycle(iterative, "topological_order") is None
     with pytest.raises(AssertionError, match="must be iterative"):
         require_iterative(direct, "topological_order")
+
+
+def test_a_submission_in_a_protected_folder_shows_its_source_to_inspect(tmp_path):
+    """The kernel simulator reads a kernel's source with inspect; the grader hands it over, no file read needed."""
+    folder = tmp_path / "solutions"
+    folder.mkdir()
+    path = folder / "submission.py"
+    path.write_text("def kernel(x):\n    return x + 1\n")
+    script = textwrap.dedent(
+        """
+        import importlib, inspect, os, sys
+        from minigrad.grading import guard
+
+        path, folder = sys.argv[1], sys.argv[2]
+        with open(path, "rb") as f:
+            source = f.read()
+        guard.install_finder("graded_submission", path, source)
+        g = guard.Guard([], [folder], (os.pipe()))
+        sys.addaudithook(g)
+        guard.seal(g)
+        try:
+            open(path).close()
+            print("opened")
+        except PermissionError:
+            print("refused")
+        module = importlib.import_module("graded_submission")
+        print(inspect.getsource(module.kernel).splitlines()[1].strip())
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", script, str(path), str(folder)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n")[:2] == ["refused", "return x + 1"]

@@ -144,3 +144,16 @@ def test_nested_blocks_restore_in_order():
             assert grad_rules.matmul_backward is outer.matmul_backward
         assert grad_rules.unbroadcast is outer.unbroadcast
     assert _originals() == before
+
+
+def test_swapped_methods_see_the_library_class_under_the_learners_name():
+    """Module methods from solutions/05_module.py register the library's layers (isinstance(x, Module) holds)."""
+    import minigrad.nn as nn
+    from minigrad.nn import module
+
+    original = vars(module.Module)["__setattr__"]
+    with use_exercise("5.1", path=ROOT / "solutions" / "05_module.py") as mine:
+        assert module.Module.__setattr__ is not original and mine.Module is module.Module
+        model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+        assert [n for n, _ in model.named_parameters()] == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert vars(module.Module)["__setattr__"] is original and mine.Module is not module.Module

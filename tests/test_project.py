@@ -95,3 +95,26 @@ def test_hypothesis_is_derandomized_unless_the_wide_profile_is_asked_for(pytestc
     ci, wide = settings.get_profile("ci"), settings.get_profile("wide")
     assert ci.derandomize and ci.deadline is None and ci.print_blob
     assert not wide.derandomize and wide.max_examples >= 10 * ci.max_examples
+
+
+def test_test_modules_have_unique_names():
+    """The test folders are not packages: two test files of one name stop the whole run at collection."""
+    names: dict[str, list[str]] = {}
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert not {name: paths for name, paths in names.items() if len(paths) > 1}
+
+
+def test_readme_test_command_installs_the_compile_check_on_linux_only():
+    """CI compiles every GPU kernel with NVRTC (the gpu-check extra); elsewhere the extra must install nothing."""
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from Python 3.11")
+    from packaging.requirements import Requirement
+
+    assert '".[test,gpu-check]"' in _readme_command("test-command")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    requirements = [Requirement(line) for line in extras["gpu-check"]]
+    assert {r.name for r in requirements} == {"cupy-cuda12x", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-runtime-cu12"}
+    for platform, machine, wanted in [("linux", "x86_64", True), ("linux", "aarch64", True), ("linux", "i686", False),
+                                      ("darwin", "arm64", False), ("darwin", "x86_64", False), ("win32", "AMD64", False)]:
+        for r in requirements:
+            assert r.marker.evaluate({"sys_platform": platform, "platform_machine": machine}) == wanted, (r, platform)

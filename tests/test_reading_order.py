@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-STAGES = ["minigrad.scalar", "minigrad.tensor", "minigrad.nn", "minigrad.optim", "minigrad.data", "minigrad.gpu"]
+STAGES = ["minigrad.scalar", "minigrad.tensor", "minigrad.nn", "minigrad.optim", "minigrad.data", "minigrad.gpu",
+          "minigrad.memory"]
 
 READING = "Reading order\n-------------\n"
 EXTENSIONS = "Extensions (not on the reading path)\n------------------------------------\n"

@@ -3,7 +3,9 @@
 A worker thread assembles the next ``prefetch`` batches while the training step
 runs on the current one (NumPy's copies release the GIL, so the two overlap).
 Each epoch draws a fresh permutation from the loader's generator: epochs differ,
-runs repeat.
+runs repeat. With ``device=`` (``"cuda"``) each batch is copied to that device
+in the worker thread too, so the host-to-device transfer of the next batch
+overlaps the current step.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import threading
 
 import numpy as np
 
-from minigrad.tensor import Tensor, tensor
+from minigrad.tensor import Tensor, device as as_device, tensor
 
 
 def default_collate(batch):
@@ -34,6 +36,17 @@ def default_collate(batch):
     return tuple(tensor(f) for f in fields) if len(fields) > 1 else tensor(fields[0])
 
 
+def to_device(batch, device):
+    """``batch`` (a Tensor, or a tuple/list/dict of them, nested) with every Tensor moved to ``device``."""
+    if isinstance(batch, Tensor):
+        return batch.to(device)
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(to_device(item, device) for item in batch)
+    if isinstance(batch, dict):
+        return {key: to_device(value, device) for key, value in batch.items()}
+    return batch
+
+
 _DONE = object()
 
 
@@ -43,11 +56,12 @@ class DataLoader:
     shuffle: a new seeded permutation every epoch. drop_last: skip a final short
     batch. collate_fn: turns the fetched batch into what the loop receives
     (default: Tensors). prefetch: batches prepared ahead in a background thread
-    (0 disables the thread).
+    (0 disables the thread). device: where the batches' tensors are handed
+    over (default: where ``collate_fn`` made them, the CPU).
     """
 
     def __init__(self, dataset, batch_size: int = 1, shuffle: bool = False, drop_last: bool = False,
-                 collate_fn=None, seed: int = 0, prefetch: int = 2):
+                 collate_fn=None, seed: int = 0, prefetch: int = 2, device=None):
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"DataLoader: batch_size must be a positive int, got {batch_size!r}")
         if len(dataset) == 0:
@@ -59,6 +73,7 @@ class DataLoader:
         self.collate_fn = collate_fn or default_collate
         self.generator = np.random.default_rng(seed)
         self.prefetch = prefetch
+        self.device = None if device is None else as_device(device)  # an unusable device fails here, not mid-epoch
 
     def __len__(self) -> int:
         n, b = len(self.dataset), self.batch_size
@@ -74,7 +89,8 @@ class DataLoader:
             batch = self.dataset.__getitems__(indices)
         else:
             batch = [self.dataset[int(i)] for i in indices]
-        return self.collate_fn(batch)
+        batch = self.collate_fn(batch)
+        return batch if self.device is None else to_device(batch, self.device)
 
     def __iter__(self):
         batches = self._index_batches()

@@ -3,11 +3,16 @@
 ``from minigrad.gpu import jit`` gives the kernel-writing names of
 ``cupyx.jit`` (see :mod:`minigrad.gpu.jit`); ``kernel[grid, block](*args)``
 runs a kernel on the GPU when given CuPy arrays and on the simulator when
-given NumPy arrays. Importing this package never needs CuPy. The simulator
-executes every thread of every block with real barriers and turns GPU bugs -
-out-of-bounds accesses, divergent barriers, shared-memory data races - into
-errors that name the kernel, block, thread and index; it counts each
-launch's memory traffic (``jit.last_launch_stats()``).
+given NumPy arrays. The simulator executes every thread of every block with
+real barriers and turns GPU bugs - out-of-bounds accesses, divergent barriers,
+shared-memory data races - into errors that name the kernel, block, thread
+and index; it counts each launch's memory traffic (``jit.last_launch_stats()``).
+
+Importing this package never needs CuPy; it makes ``"cuda"`` a device of the
+tensor core (:mod:`minigrad.gpu.backend`): the first ``x.to("cuda")`` imports
+CuPy, registers the backend and the fused kernels behind relu, cross-entropy
+and Adam (:mod:`minigrad.gpu.backend_ops`), or raises a clear error saying
+whether CuPy or a GPU is missing.
 
 :mod:`minigrad.gpu.kernels` holds the library's kernels, each with a host
 wrapper that picks grid and block sizes (``fused_bias_relu(x, bias)``,
@@ -16,34 +21,36 @@ wrapper that picks grid and block sizes (``fused_bias_relu(x, bias)``,
 Reading order
 -------------
 The names a kernel is written with, the library's kernels in the order
-chapter 07 teaches them, then how a kernel runs on the CPU (1,921 lines in all):
+chapter 07 teaches them, then how a kernel runs on the CPU (1,979 lines in all):
 
 1. ``jit.py`` (75 lines): the names a kernel is written with.
-2. ``kernels/bias_relu.py`` (101 lines): elementwise and fused - bias + ReLU
+2. ``kernels/elementwise.py`` (52 lines): ``alpha * x + y`` with a grid-stride
+   loop - thread index, bounds, any grid for any n (exercise 7.1).
+3. ``kernels/bias_relu.py`` (103 lines): elementwise and fused - bias + ReLU
    forward, and its backward with the bias gradient as a column reduction.
-3. ``kernels/block_reduce.py`` (56 lines): a sum with a tree in shared memory
+4. ``kernels/block_reduce.py`` (58 lines): a sum with a tree in shared memory
    and ``syncthreads`` between its steps.
-4. ``kernels/warp_reduce.py`` (66 lines): the same sum with warp shuffles.
-5. ``kernels/matmul.py`` (70 lines): tiled matmul, tiles staged in shared memory.
-6. ``kernels/cross_entropy.py`` (138 lines): fused softmax + cross-entropy,
+5. ``kernels/warp_reduce.py`` (66 lines): the same sum with warp shuffles.
+6. ``kernels/matmul.py`` (72 lines): tiled matmul, tiles staged in shared memory.
+7. ``kernels/cross_entropy.py`` (138 lines): fused softmax + cross-entropy,
    forward (two reductions per row) and backward.
-7. ``kernels/adam.py`` (75 lines): a fused Adam / AdamW step in place.
-8. ``kernels/loss_scale.py`` (60 lines): unscale gradients and flag inf/NaN.
-9. ``kernel.py`` (125 lines): ``@jit.rawkernel()``, ``kernel[grid, block](*args)``,
-   and the choice between GPU and simulator.
-10. ``threads.py`` (130 lines): which thread is running; ``threadIdx``,
+8. ``kernels/adam.py`` (75 lines): a fused Adam / AdamW step in place.
+9. ``kernels/loss_scale.py`` (60 lines): unscale gradients and flag inf/NaN.
+10. ``kernel.py`` (125 lines): ``@jit.rawkernel()``, ``kernel[grid, block](*args)``,
+    and the choice between GPU and simulator.
+11. ``threads.py`` (130 lines): which thread is running; ``threadIdx``,
     ``blockIdx``, ``grid()``... read it.
-11. ``barriers.py`` (136 lines): ``syncthreads()`` (and warp shuffles)
+12. ``barriers.py`` (136 lines): ``syncthreads()`` (and warp shuffles)
     rewritten into ``yield``, so a thread can pause at a barrier.
-12. ``simulator.py`` (231 lines): the scheduler - blocks, threads, barrier
+13. ``simulator.py`` (231 lines): the scheduler - blocks, threads, barrier
     rounds, divergent barriers; measured speed.
-13. ``memory.py`` (311 lines): global and shared arrays with bounds checks,
+14. ``memory.py`` (311 lines): global and shared arrays with bounds checks,
     counters and race checks; ``shared_memory``, ``atomic_add``.
-14. ``races.py`` (107 lines): the shared-memory race detector.
-15. ``warps.py`` (130 lines): warp shuffles, a meeting point for the 32
+15. ``races.py`` (107 lines): the shared-memory race detector.
+16. ``warps.py`` (130 lines): warp shuffles, a meeting point for the 32
     threads of a warp.
-16. ``counters.py`` (72 lines): what a launch moved, the inputs of a roofline.
-17. ``errors.py`` (38 lines): the error classes and their common prefix.
+17. ``counters.py`` (72 lines): what a launch moved, the inputs of a roofline.
+18. ``errors.py`` (38 lines): the error classes and their common prefix.
 
 Extensions (not on the reading path)
 ------------------------------------
@@ -51,12 +58,20 @@ Extensions (not on the reading path)
 - ``cupy_kernel.py`` (111 lines): the same kernel handed to ``cupyx.jit`` for a real GPU.
 - ``compile_check.py`` (132 lines): transpile with ``cupyx.jit`` and compile with
   NVRTC, without a GPU (the ``gpu-check`` extra).
-- ``kernels/__init__.py`` (27 lines): the kernels' host wrappers, imported in one place.
+- ``backend.py`` (114 lines): the ``"cuda"`` device - CuPy arrays, registered on
+  first use; the error when CuPy or a GPU is missing.
+- ``backend_ops.py`` (158 lines): the fused kernels behind the core's ops
+  (relu backward with the bias gradient of linear, cross-entropy, Adam)
+  through the per-device dispatch.
+- ``backend_reference.py`` (68 lines): the fused kernels' arithmetic as array
+  operations, the stand-ins the test suites register for the strict device.
+- ``kernels/__init__.py`` (29 lines): the kernels' host wrappers, imported in one place.
 - ``kernels/host.py`` (56 lines): what every wrapper needs - the arrays' module
   (NumPy or CuPy), grid sizes, dtype and shape checks.
 """
 
 from minigrad.gpu import jit
+from minigrad.gpu.backend import CudaUnavailableError, cuda_available
 from minigrad.gpu.counters import LaunchStats
 from minigrad.gpu.errors import (
     DivergentBarrierError,
@@ -69,6 +84,8 @@ from minigrad.gpu.errors import (
 
 __all__ = [
     "jit",
+    "cuda_available",
+    "CudaUnavailableError",
     "LaunchStats",
     "KernelError",
     "KernelLaunchError",

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import importlib.abc
 import importlib.util
+import linecache
 import os
 import sys
 from pathlib import Path
@@ -61,6 +62,10 @@ class _SubmissionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module):
         module.__file__ = self.path
+        # inspect.getsource (the kernel simulator reads a kernel's source) finds the submission here,
+        # without opening the file, which may sit where the guard refuses reads (solutions/)
+        lines = self.source.decode("utf-8", "replace").splitlines(keepends=True)
+        linecache.cache[self.path] = (len(self.source), None, lines, self.path)
         exec(compile(self.source, self.path, "exec"), module.__dict__)
 
 

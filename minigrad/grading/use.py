@@ -16,11 +16,13 @@ The functions to swap are found from the source, not from a list: the regions'
 line numbers (``carve.find_regions``) are matched with the ``def`` statements
 that enclose them (``ast``). This works because the library calls these
 functions through their module at call time (``grad_rules.unbroadcast(...)``).
-A region inside a method swaps that method on the library's class; that is
-sound only for methods that do not depend on their own class (zero-argument
-``super()``, ``isinstance(x, Value)`` with the learner's ``Value``...). For a
-chapter built around a class (chapter 01's ``Value``), use the learner's class
-directly: ``load_exercise("01").Value``.
+A region inside a method swaps that method on the library's class. Inside
+the block the learner's module-level name of that class (``Module``,
+``Value``) points at the library's class too, so ``isinstance(x, Module)`` in a
+swapped method sees the library's objects. Methods that depend on their own
+class object in other ways (zero-argument ``super()``) are not sound to swap.
+For a chapter built around a class (chapter 01's ``Value``), use the learner's
+class directly: ``load_exercise("01").Value``.
 
 Invariants
 - The library's original functions are restored on exit, also after an exception.
@@ -138,6 +140,11 @@ def _swaps(part: Part, exercise: str | None, path) -> tuple[ModuleType, list]:
                 f"regenerate a fresh copy with `minigrad exercises build` and fill it in again"
             ) from None
         swaps.append((owner, attribute, vars(owner)[attribute], replacement))
+    for qualname in names:  # the learner's classes that own swapped methods name the library's class meanwhile
+        if "." in qualname:
+            top = qualname.split(".")[0]
+            if isinstance(vars(mine).get(top), type) and isinstance(getattr(library, top, None), type):
+                swaps.append((mine, top, vars(mine)[top], getattr(library, top)))
     return mine, swaps
 
 
@@ -159,6 +166,8 @@ def use_exercise(key: str | int, path: str | Path | None = None) -> Iterator[Mod
     try:
         for _, swaps in loaded:
             for owner, attribute, original, replacement in swaps:
+                if (owner, attribute) in {(o, a) for o, a, _ in done}:
+                    continue
                 setattr(owner, attribute, replacement)
                 done.append((owner, attribute, original))
         modules = tuple(mine for mine, _ in loaded)

@@ -1,7 +1,55 @@
-"""``minigrad.memory``: where the memory of a training step goes (chapter 08)."""
+"""Stage 5 (chapter 08): where memory goes - and a caching allocator, built the way production ones are.
 
+``track()`` counts every byte of a training step while it runs: ``current``,
+``peak``, the split by category (parameter, gradient, optimizer_state,
+activation, temporary, input, other) now and at the peak, a timeline of
+allocations with the phases forward / backward / optimizer, and the bytes
+each module's forward saved for backward (``by_module()``), with
+tracemalloc (CPU) or CuPy's pool (GPU) beside it.
+
+``CachingAllocator`` hands out blocks carved from cached segments, with
+PyTorch's size rules (512-byte rounding, a small pool of 2 MiB segments and
+a large pool), best-fit or first-fit, splitting and coalescing,
+``empty_cache()``, statistics shaped like ``torch.cuda.memory_stats()`` and a
+fragmentation figure. ``replay(trace, policy)`` runs a recorded sequence of
+allocations through it; ``record_trace`` records one from real code, and
+``compare_policies_on_training_step()`` prints both policies' figures on a
+recorded training step.
+
+Reading order
+-------------
+Tracking, then the allocator from the rules up (991 lines in all):
+
+1. ``categories.py`` (40 lines): the seven memory categories and which allocation tag falls into which.
+2. ``tracker.py`` (351 lines): ``track()``: bytes by category, the peak split, phases, bytes saved per module.
+3. ``timeline.py`` (53 lines): the timeline's rows and their running totals per category.
+4. ``sizes.py`` (64 lines): rounding, the two pools, segment sizes, when to split.
+5. ``blocks.py`` (69 lines): segments and the blocks that tile them.
+6. ``pools.py`` (40 lines): a pool's free blocks, sorted by size and by address.
+7. ``policies.py`` (37 lines): best fit and first fit.
+8. ``allocator.py`` (240 lines): ``malloc``, ``free`` with coalescing, ``empty_cache``,
+   the capacity and its out-of-memory error.
+9. ``trace_replay.py`` (97 lines): replaying a trace under a policy.
+
+Extensions (not on the reading path)
+------------------------------------
+- ``ground_truth.py`` (68 lines): tracemalloc's and CuPy's pool's peaks, shown beside the tracker's.
+- ``device.py`` (50 lines): the device's ``malloc``/``free`` the allocator reserves segments from.
+- ``stats.py`` (88 lines): the statistics, in ``torch.cuda.memory_stats()``'s shape.
+- ``trace_recording.py`` (105 lines): a trace recorded from real training steps (MNIST MLP, CNN).
+- ``cupy_allocator.py`` (60 lines): the allocator serving CuPy's arrays on a GPU.
+"""
+
+from minigrad.memory.allocator import AllocatorOutOfMemoryError, CachingAllocator
 from minigrad.memory.categories import CATEGORIES
+from minigrad.memory.cupy_allocator import CupyCachingAllocator
+from minigrad.memory.trace_recording import compare_policies_on_training_step, record_trace, record_training_step
 from minigrad.memory.timeline import TimelineEvent
+from minigrad.memory.trace_replay import ReplayResult, compare_policies, replay
 from minigrad.memory.tracker import Tracker, track
 
-__all__ = ["CATEGORIES", "TimelineEvent", "Tracker", "track"]
+__all__ = [
+    "AllocatorOutOfMemoryError", "CachingAllocator", "CupyCachingAllocator", "ReplayResult",
+    "compare_policies", "compare_policies_on_training_step", "record_trace", "record_training_step", "replay",
+    "CATEGORIES", "TimelineEvent", "Tracker", "track",
+]

@@ -2,21 +2,20 @@
 
 Reading order
 -------------
-The files that carry the chapters' ideas, in the order to read them (2,401 lines in all):
+The files that carry the chapters' ideas, in the order to read them (2,340 lines in all):
 
 Chapter 05 (training on MNIST):
 
 1. ``parameter.py`` (64 lines): :class:`Parameter`, a leaf tensor a module learns.
-2. ``module.py`` (582 lines): :class:`Module` — attributes registered in
-   ``__setattr__``, ``parameters()``, ``train``/``eval``, ``state_dict`` — and
-   :class:`Sequential`. :class:`ModuleList` and :class:`ModuleDict` at its end
-   are PyTorch-compatibility containers.
-3. ``functional/linear.py`` (88 lines): ``x @ W.T + b`` and its backward.
-4. ``linear.py`` (74 lines): :class:`Linear` and its initial scale; ``Flatten``.
+2. ``module.py`` (542 lines): :class:`Module` — attributes registered in
+   ``__setattr__``, the tree walk behind ``parameters()``, ``state_dict``
+   (exercise 5.1), ``train``/``eval``, ``to`` — and :class:`Sequential`.
+3. ``functional/linear.py`` (99 lines): ``x @ W.T + b`` as one node, forward
+   and backward (exercise 5.5).
+4. ``linear.py`` (72 lines): :class:`Linear` and its initial scale; ``Flatten``.
 5. ``init.py`` (154 lines): why the initial scale is ``1 / fan_in``; Kaiming and Xavier.
-6. ``functional/loss.py`` (313 lines): the fused, stable cross-entropy and its
-   backward. ``ignore_index`` and ``label_smoothing`` are PyTorch-compatibility
-   options; NLL, MSE and BCE-with-logits follow.
+6. ``functional/loss.py`` (283 lines): the fused, stable cross-entropy and its
+   backward (exercise 5.2), its argument checks; NLL, MSE and BCE-with-logits follow.
 7. ``utils.py`` (92 lines): gradient clipping.
 
 Chapter 06 (convolutions):
@@ -38,6 +37,10 @@ Layers with PyTorch's names and signatures over functions you have read:
 - ``functional/activation.py`` (58 lines): the activations with ``torch.nn.functional``'s
   signatures (the maths is in the tensor core; GELU's ``erf`` approximation there).
 - ``loss.py`` (79 lines): the loss functions as modules (``CrossEntropyLoss``...).
+- ``containers.py`` (103 lines): :class:`ModuleList` and :class:`ModuleDict`, modules
+  that register a list or dict of modules.
+- ``functional/cross_entropy_options.py`` (91 lines): cross-entropy with PyTorch's
+  ``ignore_index`` and ``label_smoothing`` (tested equal to the clear version without them).
 - ``dropout.py`` (36 lines): :class:`Dropout` as a module.
 
 Support:
@@ -68,7 +71,8 @@ from minigrad.nn.conv import AvgPool2d, Conv2d, MaxPool2d
 from minigrad.nn.dropout import Dropout
 from minigrad.nn.linear import Flatten, Identity, Linear
 from minigrad.nn.loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
-from minigrad.nn.module import IncompatibleKeys, Module, ModuleDict, ModuleList, Sequential
+from minigrad.nn.containers import ModuleDict, ModuleList
+from minigrad.nn.module import IncompatibleKeys, Module, Sequential
 from minigrad.nn.normalization import BatchNorm1d, BatchNorm2d
 from minigrad.nn.parameter import Parameter
 from minigrad.nn.serialization import CheckpointError, load, save

@@ -1,4 +1,4 @@
-"""``Module``: the base class of every layer and model, and the containers ``Sequential`` and ``ModuleList``.
+"""``Module``: the base class of every layer and model, and the container ``Sequential``.
 
 A module is an object with a ``forward`` method and some state. Assigning
 attributes in ``__init__`` is all the bookkeeping you write::
@@ -34,7 +34,7 @@ from minigrad.tensor.dtypes import as_dtype, is_floating_point
 from minigrad.tensor.hooks import enter_phase, exit_phase, phase_observers
 from minigrad.tensor.tensor import parse_to_args
 
-__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "IncompatibleKeys"]
+__all__ = ["Module", "Sequential", "IncompatibleKeys"]
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")
 IncompatibleKeys.__doc__ = "What ``load_state_dict`` returns: the keys it did not find and the keys it did not use."
@@ -82,7 +82,26 @@ class Module:
                 f"at the start of {type(self).__name__}.__init__"
             )
 
+    def _forget(self, name: str) -> None:
+        """Remove ``name`` from every store and from the instance's attributes (if it is anywhere)."""
+        for store in (self.__dict__, self._parameters, self._buffers, self._modules):
+            store.pop(name, None)
+        self._non_persistent.discard(name)
+
     def __setattr__(self, name: str, value) -> None:
+        """``self.name = value``: sort the value into the store its kind belongs to.
+
+        Invariants: a Parameter is kept in ``_parameters`` and a Module in
+        ``_modules``, in the order they were first assigned; a name lives in
+        one place only (``_parameters``, ``_buffers``, ``_modules`` or the
+        instance's ``__dict__``), so assigning a new kind under an old name
+        replaces what the name held. Any other value for an already
+        registered name goes through ``_set_registered`` (None placeholder,
+        a new buffer tensor, or a clear error); everything else is an
+        ordinary attribute, stored with ``object.__setattr__`` as ``__init__``
+        does (not ``super()``, which ``use_exercise`` cannot swap in).
+        """
+        ### BEGIN SOLUTION 5.1 | sort by kind (chapter 05, section 1): a Parameter or a Module goes into its own store under this name, after removing whatever the name held before (the two helpers above do that); other values for a registered name, or ordinary attributes, are handled as the docstring says
         if isinstance(value, Parameter):
             self._check_initialised(name)
             self._forget(name)
@@ -91,7 +110,20 @@ class Module:
             self._check_initialised(name)
             self._forget(name)
             self._modules[name] = value
-        elif "_parameters" in self.__dict__ and name in self._parameters:
+        elif self._is_registered(name):
+            self._set_registered(name, value)
+        else:
+            object.__setattr__(self, name, value)
+        ### END SOLUTION
+
+    def _is_registered(self, name: str) -> bool:
+        """Is ``name`` a parameter, buffer or child of this module (even one set to None)?"""
+        d = self.__dict__
+        return any(store in d and name in d[store] for store in ("_parameters", "_buffers", "_modules"))
+
+    def _set_registered(self, name: str, value) -> None:
+        """Assign a value that is not a Parameter or Module to a registered name: None, a buffer's tensor, or an error."""
+        if name in self._parameters:
             if value is not None:
                 raise TypeError(
                     f"cannot assign {type(value).__name__} as parameter {name!r} of {type(self).__name__} "
@@ -99,21 +131,14 @@ class Module:
                     f"`with no_grad(): self.{name}.copy_(value)`"
                 )
             self._parameters[name] = None
-        elif "_modules" in self.__dict__ and name in self._modules:
+        elif name in self._modules:
             if value is not None:
                 raise TypeError(f"cannot assign {type(value).__name__} as child module {name!r} (Module or None expected)")
             self._modules[name] = None
-        elif "_buffers" in self.__dict__ and name in self._buffers:
+        else:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign {type(value).__name__} as buffer {name!r} (Tensor or None expected)")
             self._buffers[name] = value
-        else:
-            object.__setattr__(self, name, value)
-
-    def _forget(self, name: str) -> None:
-        for store in (self.__dict__, self._parameters, self._buffers, self._modules):
-            store.pop(name, None)
-        self._non_persistent.discard(name)
 
     def __getattr__(self, name: str):
         # only called when normal lookup fails: look in the three dictionaries
@@ -175,7 +200,14 @@ class Module:
     # ------------------------------------------------------------------ walking the tree
 
     def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
-        """``(dotted name, module)`` for this module (name ``""``) and every module below it, depth first."""
+        """``(dotted name, module)`` for this module (name ``prefix``, ``""`` by default) and every module below it.
+
+        Depth first, each module before its children, children in registration
+        order; a child's name is ``prefix + "." + its attribute name``. A module
+        reachable along two paths is listed once (the first path), unless
+        ``remove_duplicate`` is False. ``memo`` holds the ids already listed.
+        """
+        ### BEGIN SOLUTION 5.1 | walk the tree (chapter 05, section 1): yield this module under its prefix, then recurse into each registered child (skip None) with the child's dotted name; the memo of ids keeps a shared module from being listed twice
         if memo is None:
             memo = set()
         if remove_duplicate:
@@ -186,6 +218,7 @@ class Module:
         for name, child in self._modules.items():
             if child is not None:
                 yield from child.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
+        ### END SOLUTION
 
     def modules(self) -> Iterator[Module]:
         for _, m in self.named_modules():
@@ -204,6 +237,14 @@ class Module:
             yield m
 
     def _named_members(self, store: str, prefix: str, recurse: bool, remove_duplicate: bool = True):
+        """``(dotted name, tensor)`` of the entries of ``store`` ("_parameters" or "_buffers") of every module.
+
+        Modules in ``named_modules`` order (only this one unless ``recurse``),
+        each module's entries in registration order; None placeholders are
+        skipped, and a tensor held by two modules is listed once (the first
+        time) unless ``remove_duplicate`` is False.
+        """
+        ### BEGIN SOLUTION 5.1 | list the members (chapter 05, section 1): for each module of the walk (or only this one), each non-None entry of its store under the module's dotted name joined to the entry's name; remember ids to list a shared tensor once
         seen = set()
         modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
         for module_prefix, module in modules:
@@ -212,6 +253,7 @@ class Module:
                     continue
                 seen.add(id(value))
                 yield (f"{module_prefix}.{name}" if module_prefix else name), value
+        ### END SOLUTION
 
     def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
         """``("fc1.weight", Parameter)`` pairs; a parameter shared by two layers is listed once."""
@@ -287,9 +329,14 @@ class Module:
     def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
         """Every parameter and persistent buffer by dotted name, e.g. ``{"fc1.weight": tensor, ...}``.
 
-        The tensors share memory with the module (save them with ``nn.save``);
-        ``keep_vars=True`` returns the Parameters themselves instead of detached tensors.
+        Order: this module's parameters, then its persistent buffers (names
+        not in ``_non_persistent``), then each child's entries under
+        ``prefix + child name + "."``; None placeholders are left out. The
+        tensors share memory with the module (save them with ``nn.save``):
+        detached ones, or with ``keep_vars=True`` the Parameters themselves.
+        Returns ``destination`` (a new OrderedDict if None) with the entries added.
         """
+        ### BEGIN SOLUTION 5.1 | the checkpoint's table (chapter 05, section 1): add this module's entries under prefix + name (detached unless keep_vars), then let each child add its own with a longer prefix
         if destination is None:
             destination = OrderedDict()
         for name, p in self._parameters.items():
@@ -302,6 +349,7 @@ class Module:
             if child is not None:
                 child.state_dict(destination, prefix + name + ".", keep_vars)
         return destination
+        ### END SOLUTION
 
     def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
         """Copy values from ``state_dict`` into the parameters and buffers, in place.
@@ -500,90 +548,3 @@ class Sequential(Module):
     def append(self, module: Module) -> Sequential:
         self.add_module(str(len(self)), module)
         return self
-
-
-class ModuleList(Module):
-    """A list of modules whose parameters the parent module sees (a plain Python list would hide them).
-
-    It has no ``forward``: iterate over it in your own ``forward``.
-    """
-
-    def __init__(self, modules=None) -> None:
-        super().__init__()
-        if modules is not None:
-            self.extend(modules)
-
-    def _key(self, index: int) -> str:
-        n = len(self)
-        if not -n <= index < n:
-            raise IndexError(f"ModuleList index {index} is out of range for {n} modules")
-        return str(index % n)
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return ModuleList(list(self._modules.values())[index])
-        return self._modules[self._key(index)]
-
-    def __setitem__(self, index: int, module: Module) -> None:
-        self.add_module(self._key(index), module)
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
-
-    def append(self, module: Module) -> ModuleList:
-        if not isinstance(module, Module):
-            raise TypeError(f"ModuleList.append: expected a Module, got {type(module).__name__}")
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules) -> ModuleList:
-        for m in modules:
-            self.append(m)
-        return self
-
-    def insert(self, index: int, module: Module) -> None:
-        items = list(self._modules.values())
-        items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
-
-
-class ModuleDict(Module):
-    """A dict of modules whose parameters the parent module sees."""
-
-    def __init__(self, modules=None) -> None:
-        super().__init__()
-        if modules is not None:
-            for name, m in dict(modules).items():
-                self[name] = m
-
-    def __getitem__(self, key: str) -> Module:
-        return self._modules[key]
-
-    def __setitem__(self, key: str, module: Module) -> None:
-        self.add_module(key, module)
-
-    def __delitem__(self, key: str) -> None:
-        del self._modules[key]
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._modules
-
-    def keys(self):
-        return self._modules.keys()
-
-    def items(self):
-        return self._modules.items()
-
-    def values(self):
-        return self._modules.values()

@@ -19,7 +19,10 @@ the version counters of what they change, exactly as in-place tensor ops do
 (so autograd can still catch a saved tensor that an optimizer step changed).
 
 State buffers are allocated under ``allocation_tag("optimizer_state")`` so
-that ``minigrad.memory`` reports them in their own category.
+that ``minigrad.memory`` reports them in their own category. They live on
+their parameter's device: created there, moved there by ``step()`` if the
+parameter moved since (``model.to("cuda")`` after some steps; PyTorch would
+fail), and copied there by ``load_state_dict`` whatever device saved them.
 
 Deviations from PyTorch, all for teaching or simplicity:
 
@@ -108,6 +111,14 @@ def _as_state_tensor(value, param: Tensor) -> Tensor:
     host = np.array(host, dtype=param.dtype, copy=True)
     with allocation_tag(OPTIMIZER_STATE):
         return make_tensor(transfer(host, cpu, param.device), param.device)
+
+
+def _follow_parameter(p: Tensor, state: dict[str, Any]) -> None:
+    """Move ``p``'s state tensors to ``p``'s device if ``p`` moved (``model.to("cuda")`` after some steps)."""
+    for key, value in state.items():
+        if isinstance(value, Tensor) and value._device is not p._device:
+            with allocation_tag(OPTIMIZER_STATE):
+                state[key] = make_tensor(transfer(value._data, value._device, p._device), p._device)
 
 
 class Optimizer:
@@ -264,7 +275,10 @@ class Optimizer:
                 _check_current_lr(self, i, group.get("lr", 0.0))
                 for p in group["params"]:
                     if p.grad is not None:
-                        self._update(p, self.state[p], group)
+                        state = self.state[p]
+                        if state:
+                            _follow_parameter(p, state)
+                        self._update(p, state, group)
 
     def _update(self, p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
         """Update one parameter ``p`` (whose ``.grad`` is set) in place; subclasses implement it."""

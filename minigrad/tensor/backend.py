@@ -33,7 +33,7 @@ import numpy as np
 __all__ = [
     "Backend", "Device", "DeviceError", "register_backend", "unregister_backend",
     "get_backend", "registered_backends", "device", "array_module", "transfer", "cpu",
-    "set_default_device", "get_default_device",
+    "set_default_device", "get_default_device", "register_backend_loader",
 ]
 
 
@@ -105,6 +105,7 @@ class Device:
 _BACKENDS: dict[str, Backend] = {}
 _DEVICES: dict[tuple[str, int | None], Device] = {}
 _XP_BY_TYPE: dict[type, Any] = {}
+_LOADERS: dict[str, Callable[[], None]] = {}
 
 
 def register_backend(backend: Backend) -> None:
@@ -130,13 +131,32 @@ def unregister_backend(name: str) -> None:
         _default_device = cpu
 
 
+def register_backend_loader(name: str, loader: Callable[[], None] | None) -> None:
+    """Let device type ``name`` be registered on first use: ``loader()`` registers it or raises a DeviceError.
+
+    A later stage uses this to register a device whose library is costly to
+    import or may be missing (``minigrad.gpu`` and CuPy for ``"cuda"``): the
+    import happens when a tensor first asks for the device, and the loader's
+    error says what is missing. ``None`` removes the loader.
+    """
+    if loader is None:
+        _LOADERS.pop(name, None)
+    else:
+        _LOADERS[name] = loader
+
+
 def get_backend(name: str) -> Backend:
-    try:
-        return _BACKENDS[name]
-    except KeyError:
-        known = ", ".join(sorted(_BACKENDS))
-        hint = " (import minigrad.gpu and install CuPy: pip install minigrad[gpu])" if name == "cuda" else ""
-        raise DeviceError(f"unknown device type {name!r}; registered: {known}{hint}") from None
+    backend = _BACKENDS.get(name)
+    if backend is not None:
+        return backend
+    loader = _LOADERS.get(name)
+    if loader is not None:
+        loader()  # registers the backend, or raises a DeviceError saying why it cannot
+        if name in _BACKENDS:
+            return _BACKENDS[name]
+    known = ", ".join(sorted(_BACKENDS))
+    hint = " (import minigrad.gpu and install CuPy: pip install minigrad[gpu])" if name == "cuda" else ""
+    raise DeviceError(f"unknown device type {name!r}; registered: {known}{hint}")
 
 
 def registered_backends() -> tuple[str, ...]:

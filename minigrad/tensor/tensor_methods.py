@@ -218,6 +218,10 @@ class TensorMethods:
     def cpu(self):
         return self.to(cpu)
 
+    def cuda(self, device=None):
+        """``x.to("cuda")``, or ``"cuda:i"`` for ``device=i``; the "cuda" device comes with ``import minigrad.gpu``."""
+        return self.to("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
+
     def float(self):
         return _convert.cast(self, np.dtype(np.float32))
 

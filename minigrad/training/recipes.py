@@ -15,7 +15,7 @@ from minigrad import nn, optim
 from minigrad.data import MNIST, DataLoader, Normalize
 from minigrad.files import temporary_name
 from minigrad.nn.serialization import save
-from minigrad.tensor import manual_seed
+from minigrad.tensor import device as as_device, manual_seed
 from minigrad.training.fit import fit
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
@@ -55,21 +55,24 @@ RECIPES = {
 }
 
 
-def mnist_loaders(batch_size: int, data=None, seed: int = 0, subset: bool = False, download: bool = True):
-    """Normalised train (shuffled) and test loaders."""
+def mnist_loaders(batch_size: int, data=None, seed: int = 0, subset: bool = False, download: bool = True,
+                  device=None):
+    """Normalised train (shuffled) and test loaders, handing batches over on ``device`` (default: the CPU)."""
     transform = Normalize([MNIST_MEAN], [MNIST_STD])
     train = MNIST(root=data, train=True, download=download, subset=subset, transform=transform)
     test = MNIST(root=data, train=False, download=download, subset=subset, transform=transform)
     return (
-        DataLoader(train, batch_size=batch_size, shuffle=True, seed=seed),
-        DataLoader(test, batch_size=1000),
+        DataLoader(train, batch_size=batch_size, shuffle=True, seed=seed, device=device),
+        DataLoader(test, batch_size=1000, device=device),
     )
 
 
 def train_mnist(name: str, epochs=None, batch_size=None, lr=None, seed: int = 0, data=None,
-                save_path=None, subset: bool = False, progress: bool = True, download: bool = True):
+                save_path=None, subset: bool = False, progress: bool = True, download: bool = True, device=None):
     """Train recipe ``name`` with Adam and a cosine schedule; returns ``(model, history)``.
 
+    ``device`` (``"cuda"`` once ``minigrad.gpu`` is imported): where the model
+    and the batches live; default the CPU.
     ``epochs``, ``batch_size`` and ``lr`` default to the recipe's (``None``);
     a given value must be positive. ``save_path`` is checked before any
     training (a folder, a missing folder or one without write permission is
@@ -83,9 +86,12 @@ def train_mnist(name: str, epochs=None, batch_size=None, lr=None, seed: int = 0,
     lr = recipe.lr if lr is None else _positive_number("lr", lr, recipe.lr)
     if save_path is not None:
         check_save_path(save_path)
+    device = None if device is None else as_device(device)  # an unusable device fails before any work
     manual_seed(seed)
     model = recipe.build()
-    train_loader, test_loader = mnist_loaders(batch_size, data, seed, subset, download)
+    if device is not None:
+        model.to(device)
+    train_loader, test_loader = mnist_loaders(batch_size, data, seed, subset, download, device)
     optimizer = optim.Adam(model.parameters(), lr=lr)
     scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs * len(train_loader))
     history = fit(model, optimizer, train_loader, nn.CrossEntropyLoss(), epochs,

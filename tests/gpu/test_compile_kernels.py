@@ -25,7 +25,9 @@ for module, wheel in [
         )
 
 from minigrad.gpu import compile_check  # noqa: E402
-from minigrad.gpu.kernels import adam, bias_relu, block_reduce, cross_entropy, loss_scale, matmul, warp_reduce  # noqa: E402
+from minigrad.gpu.kernels import (  # noqa: E402
+    adam, bias_relu, block_reduce, cross_entropy, elementwise, loss_scale, matmul, warp_reduce,
+)
 
 vector = np.zeros(4, np.float32)
 matrix = np.zeros((4, 4), np.float32)
@@ -35,6 +37,7 @@ scalar = np.float32(1)
 EXAMPLES = {
     "bias_relu_forward": (bias_relu.bias_relu_forward, (matrix, vector, matrix, 4, 4)),
     "bias_relu_backward": (bias_relu.bias_relu_backward, (matrix, matrix, matrix, vector, 4, 4)),
+    "scaled_add_kernel": (elementwise.scaled_add_kernel, (scalar, vector, vector, vector, 4)),
     "block_sum": (block_reduce.block_sum, (vector, vector, 4)),
     "warp_sum": (warp_reduce.warp_sum, (vector, vector, 4)),
     "tiled_matmul_kernel": (matmul.tiled_matmul_kernel, (matrix, matrix, matrix, 4, 4, 4)),
@@ -52,7 +55,7 @@ EXAMPLES = {
 def test_every_library_kernel_has_an_example():
     from minigrad.gpu.kernel import RawKernel
 
-    modules = [adam, bias_relu, block_reduce, cross_entropy, loss_scale, matmul, warp_reduce]
+    modules = [adam, bias_relu, block_reduce, cross_entropy, elementwise, loss_scale, matmul, warp_reduce]
     kernels = {name for m in modules for name, value in vars(m).items() if isinstance(value, RawKernel)}
     assert kernels == set(EXAMPLES)
 

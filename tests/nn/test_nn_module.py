@@ -63,6 +63,40 @@ def test_assigning_a_plain_tensor_to_a_parameter_name_is_refused():
     assert layer.bias is None and [n for n, _ in layer.named_parameters()] == ["weight"]
 
 
+def test_a_name_lives_in_one_store_and_reassignment_replaces_it():
+    m = nn.Module()
+    m.scale = 1.0
+    m.scale = nn.Parameter(mt.ones(2))  # a plain attribute becomes a parameter: the old value must not shadow it
+    assert isinstance(m.scale, nn.Parameter) and "scale" not in m.__dict__
+    m.block = nn.Parameter(mt.ones(1))
+    m.block = nn.Linear(2, 2)  # a parameter becomes a child: it leaves _parameters
+    assert "block" not in m._parameters and m.block is m._modules["block"]
+    m.gain = nn.Parameter(mt.ones(1))
+    m.gain = None  # a None placeholder stays registered, and is skipped by the walk and the state_dict
+    assert m._parameters["gain"] is None and m.gain is None
+    assert [n for n, _ in m.named_parameters()] == ["scale", "block.weight", "block.bias"]
+    assert list(m.state_dict()) == ["scale", "block.weight", "block.bias"]
+    m.scale = nn.Parameter(mt.zeros(2))  # the same kind again: the entry moves to the end of its store
+    assert list(m._parameters) == ["gain", "scale"]
+
+
+def test_named_members_walk_children_in_order_with_prefix_and_without_recursion():
+    outer = nn.Module()
+    outer.a = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    outer.w = nn.Parameter(mt.ones(1))
+    assert [n for n, _ in outer.named_parameters(prefix="net")] == ["net.w", "net.a.0.weight", "net.a.0.bias"]
+    assert [n for n, _ in outer.named_parameters(recurse=False)] == ["w"]
+    assert [n for n, _ in outer.named_modules(prefix="net")] == ["net", "net.a", "net.a.0", "net.a.1"]
+    state = outer.state_dict(keep_vars=True)
+    assert state["w"] is outer.w and not outer.state_dict()["w"].requires_grad
+
+
+def test_containers_live_in_their_own_module():
+    from minigrad.nn import containers
+
+    assert nn.ModuleList is containers.ModuleList and nn.ModuleDict is containers.ModuleDict
+
+
 def test_forgetting_super_init_gives_a_clear_error():
     class Bad(nn.Module):
         def __init__(self):

@@ -9,12 +9,14 @@ and why, and tests/gpu/test_kernels_*.py compare each with NumPy.
 from minigrad.gpu.kernels.adam import fused_adam_step
 from minigrad.gpu.kernels.bias_relu import fused_bias_relu, fused_bias_relu_backward
 from minigrad.gpu.kernels.block_reduce import shared_memory_sum
+from minigrad.gpu.kernels.elementwise import scaled_add
 from minigrad.gpu.kernels.loss_scale import unscale_and_check
 from minigrad.gpu.kernels.cross_entropy import softmax_cross_entropy, softmax_cross_entropy_grad
 from minigrad.gpu.kernels.matmul import tiled_matmul
 from minigrad.gpu.kernels.warp_reduce import warp_shuffle_sum
 
 __all__ = [
+    "scaled_add",
     "fused_bias_relu",
     "fused_bias_relu_backward",
     "shared_memory_sum",

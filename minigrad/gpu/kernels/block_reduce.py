@@ -34,6 +34,7 @@ def block_sum(x, out, n):
     while i < n:
         total += x[i]
         i += stride
+    ### BEGIN SOLUTION 7.2 | put this thread's total in shared memory, then halve the partial sums step by step with a barrier after every write
     partial[tid] = total
     jit.syncthreads()
     step = np.uint32(BLOCK // 2)
@@ -42,6 +43,7 @@ def block_sum(x, out, n):
             partial[tid] += partial[tid + step]
         jit.syncthreads()
         step = step // 2
+    ### END SOLUTION
     if tid == 0:
         jit.atomic_add(out, 0, partial[0])
 

@@ -7,6 +7,8 @@ tried on logits of size 1e4, where a naive ``exp`` overflows. The checks call
 the learner's ``cross_entropy`` in the sandboxed child (it runs the learner's
 ``CrossEntropyFunction``; everything else is the library's) and compute every
 expected value and finite difference here, from the library's reference.
+``ignore_index`` and ``label_smoothing`` are not graded: they take the
+extension's node, not the learner's.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def _close(actual, expected, what: str, rtol: float = 1e-9, atol: float = 1e-10)
     actual = np.asarray(actual, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape}, expected {expected.shape}"
-    assert np.all(np.isfinite(actual)), f"{what}: got non-finite values {actual} (overflow in exp? subtract the row max first)"
+    assert np.all(np.isfinite(actual)), f"{what}: got non-finite values {actual} (did an exponential overflow?)"
     if not np.allclose(actual, expected, rtol=rtol, atol=atol):
         worst = np.unravel_index(np.argmax(np.abs(actual - expected)), actual.shape) if actual.ndim else ()
         raise AssertionError(f"{what}: worst at {worst}: got {actual[worst]:.10g}, expected {expected[worst]:.10g}")
@@ -103,12 +105,6 @@ def test_gradient_matches_finite_differences(learner, rng):
     for reduction in ("mean", "sum", "none"):
         logits, target = _problem(gen)
         _gradcheck(learner, gen, logits, target, f"cross_entropy(reduction={reduction!r})", reduction=reduction)
-    # the options handled outside the exercise region still have to work with your logp and gradient
-    logits, target = _problem(gen)
-    _gradcheck(learner, gen, logits, target, "cross_entropy(label_smoothing=0.1)", label_smoothing=0.1)
-    ignored = target.copy()
-    ignored[0] = -100
-    _gradcheck(learner, gen, logits, ignored, "cross_entropy(ignore_index=-100)", ignore_index=-100, reduction="sum")
 
 
 @exercise("5.2")
@@ -120,7 +116,7 @@ def test_gradient_is_softmax_minus_one_hot(learner, rng):
         [grad, _] = learner.probe("cross_entropy", logits, target, {}, 1.0)["grads"]
         assert grad is not None, "backward() left no gradient on the logits"
         expected = (_softmax(logits) - np.eye(c)[target]) / n
-        _close(grad, expected, "d(mean loss)/d(logits) = (softmax - one_hot) / N")
+        _close(grad, expected, f"d(mean loss)/d(logits) for {n} rows of {c} logits")
 
 
 @exercise("5.2")

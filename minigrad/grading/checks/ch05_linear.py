@@ -1,11 +1,12 @@
-"""Graded checks for chapter 05, exercise 5.1: ``Linear.forward`` (``exercises/05_linear.py``).
+"""Graded checks for chapter 05, exercise 5.5: ``LinearFunction``'s forward and backward (``exercises/05_linear.py``).
 
-Fresh random sizes and values each run, in float64. The learner's ``Linear``
-runs in the sandboxed child with weights chosen here; its outputs are
-compared with ``x @ W.T + b`` written in NumPy, and the gradients that flow
-back through the learner's forward (to the input, the weight and the bias)
-with finite differences of the reference computed here (the tolerances of
-``minigrad.tensor.gradcheck``).
+Fresh random sizes and values each run, in float64. In the sandboxed child
+the learner's file *is* ``minigrad.nn.functional.linear``, so ``nn.Linear``
+runs the learner's node; it gets weights chosen here. Its outputs are
+compared with the affine map written in NumPy here, and the gradients it
+sends to the input, the weight and the bias (for inputs with one, two and
+three leading dimensions) with finite differences of the reference computed
+here (the tolerances of ``minigrad.tensor.gradcheck``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ def _layer(submission, seed, W, b):
     import minigrad.tensor as mt
 
     n_out, n_in = W.shape
-    layer = submission.Linear(n_in, n_out, bias=b is not None, dtype=mt.float64, generator=seed)
+    from minigrad.nn import Linear
+
+    layer = Linear(n_in, n_out, bias=b is not None, dtype=mt.float64, generator=seed)
     with mt.no_grad():
         layer.weight.copy_(mt.tensor(W))
         if b is not None:
@@ -69,8 +72,8 @@ def _close(actual, expected, what: str) -> None:
     if not np.allclose(actual, expected, rtol=1e-10, atol=1e-10):
         worst = np.unravel_index(np.argmax(np.abs(actual - expected)), actual.shape) if actual.ndim else ()
         raise AssertionError(
-            f"{what}: wrong values; worst at {worst}: got {actual[worst]:.8g}, expected {expected[worst]:.8g} "
-            f"(y = x @ W.T + b with W of shape (out_features, in_features))"
+            f"{what}: wrong values; worst at index {worst}: got {actual[worst]:.8g}, expected {expected[worst]:.8g} "
+            f"(the weight is stored (out_features, in_features))"
         )
 
 
@@ -79,7 +82,7 @@ def _reference(x, w, b=None):
     return out + b if b is not None else out
 
 
-@exercise("5.1")
+@exercise("5.5")
 def test_forward_matches_numpy(learner, rng):
     gen = _np(rng)
     for _ in range(10):
@@ -91,7 +94,7 @@ def test_forward_matches_numpy(learner, rng):
         _close(answer["outputs"][0], x @ W.T + b, f"Linear({n_in}, {n_out}) on a ({batch}, {n_in}) batch")
 
 
-@exercise("5.1")
+@exercise("5.5")
 def test_forward_without_bias_and_with_any_leading_dimensions(learner, rng):
     gen = _np(rng)
     n_in, n_out = int(gen.integers(2, 7)), int(gen.integers(2, 7))
@@ -116,10 +119,10 @@ def _gradcheck(learner, gen, x, W, b, what):
     gradcheck_here(_reference, arrays, [True] * len(arrays), answer, weights, what)
 
 
-@exercise("5.1")
+@exercise("5.5")
 def test_gradients_match_finite_differences(learner, rng):
     gen = _np(rng)
-    for shape_prefix in [(int(gen.integers(1, 5)),), (2, int(gen.integers(1, 4)))]:
+    for shape_prefix in [(int(gen.integers(1, 5)),), (2, int(gen.integers(1, 4))), (int(gen.integers(1, 3)), 2, 3), ()]:
         n_in, n_out = int(gen.integers(1, 6)), int(gen.integers(1, 6))
         W, b = _weights(gen, n_in, n_out)
         x = gen.standard_normal(shape_prefix + (n_in,))
@@ -138,7 +141,7 @@ def parameter_grads(submission, state, seed, W, b, x, upstream):
     return [None if g is None else as_array(g) for g in grads]
 
 
-@exercise("5.1")
+@exercise("5.5")
 def test_parameters_receive_the_gradient_of_a_loss(learner, rng):
     """Training needs .grad on the layer's own Parameters (not on copies), summed over the batch."""
     gen = _np(rng)
@@ -148,7 +151,7 @@ def test_parameters_receive_the_gradient_of_a_loss(learner, rng):
     upstream = gen.standard_normal((batch, n_out))
     weight_grad, bias_grad = learner.probe("parameter_grads", int(gen.integers(2**31)), W, b, x, upstream)
     assert weight_grad is not None and bias_grad is not None, (
-        "after backward(), layer.weight.grad and layer.bias.grad must be set: use self.weight and self.bias in forward"
+        "after backward(), layer.weight.grad and layer.bias.grad must be set: backward returns one gradient per input"
     )
-    _close(weight_grad, upstream.T @ x, "weight.grad (= upstream.T @ x)")
-    _close(bias_grad, upstream.sum(axis=0), "bias.grad (= upstream summed over the batch)")
+    _close(weight_grad, upstream.T @ x, f"weight.grad of Linear({n_in}, {n_out}) on a ({batch}, {n_in}) batch")
+    _close(bias_grad, upstream.sum(axis=0), f"bias.grad of Linear({n_in}, {n_out}) on a ({batch}, {n_in}) batch")

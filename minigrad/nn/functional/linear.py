@@ -2,9 +2,9 @@
 
 ``W`` is stored (out_features, in_features), PyTorch's convention: row ``o``
 holds the weights of output ``o``. ``x`` may have any number of leading
-dimensions; only its last one is mixed. The backward pass is the matmul's and
-the broadcast add's (chapter 04): ``dx = dy @ W``, ``dW = dy.T @ x``,
-``db = dy`` summed over the rows.
+dimensions; only its last one is mixed. The backward pass is chapter 04's
+matmul and broadcast-add rules, with every leading dimension of ``x`` treated
+as more rows of the batch (exercise 5.5 writes both passes).
 
 :func:`linear` computes it as **one** graph node, :class:`LinearFunction` (what
 PyTorch's ``addmm`` does), rather than three (transpose, matmul, add): fewer
@@ -22,25 +22,36 @@ __all__ = ["linear", "check_linear_input", "affine", "LinearFunction"]
 
 
 class LinearFunction(Function):
-    """``x @ W.T + b`` as one node; ``x`` is (..., in_features), ``b`` may be None."""
+    """``x @ W.T + b`` as one node; ``x`` is (..., in_features), ``W`` (out_features, in_features), ``b`` (out_features,) or None.
+
+    The arguments are the raw arrays (chapter 04's Function protocol);
+    ``product(a, b)`` is ``a @ b`` (in float16 it accumulates in float32).
+    Backward returns one gradient per input, each of that input's shape
+    (None where ``ctx.needs_input_grad`` says it is not needed); every
+    leading dimension of ``x`` is a batch dimension.
+    """
 
     op = "linear"
 
     def forward(ctx, x, weight, bias):
+        ### BEGIN SOLUTION 5.5 | save what the backward needs, then the affine map of chapter 05, section 2 (the weight is stored (out, in), so mind its orientation); add the bias only when there is one
         ctx.save_for_backward(x, weight)
         out = product(x, weight.T)
         if bias is not None:
             out += bias
         return out
+        ### END SOLUTION
 
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad
+        ### BEGIN SOLUTION 5.5 | the matmul and broadcast-add rules of chapter 04 with the batch dimensions flattened into rows: the input's gradient keeps x's shape, the weight's gradient has W's (out, in) layout, the bias's gradient sums over every row
         rows = grad.reshape(-1, grad.shape[-1])  # every leading dimension is a batch dimension
         dx = product(grad, weight) if need_x else None
         dw = product(rows.T, x.reshape(-1, x.shape[-1])) if need_w else None  # (out, in): W's layout
         db = rows.sum(axis=0) if need_b else None
         return dx, dw, db
+        ### END SOLUTION
 
 
 def affine(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:

@@ -1,0 +1,67 @@
+"""Graded checks for chapter 07, exercise 7.2 (block reduction in shared memory): ``exercises/07_block_reduce.py``.
+
+The learner's ``block_sum`` runs on the simulator in the child, in blocks of
+``BLOCK`` = 256 threads, on float32 arrays the grader draws; the grader adds
+them up in float64 here and compares (float32 tolerance: 1e-5 of the sum of
+absolute values). The simulator watches shared memory: a step of the tree
+that reads what another thread wrote without a barrier in between is a data
+race, reported with the simulator's message, and costs the check.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad.grading.checks._kernels import launch, np_generator
+from minigrad.grading.probing import exercise, probe
+
+launch = probe(launch)
+BLOCK = 256  # the block size the kernel's shared array is sized for
+
+
+@probe
+def library_sum(submission, state, x):
+    """(child) ``shared_memory_sum(x)``, the library's host wrapper around the learner's kernel."""
+    return submission.shared_memory_sum(x)
+
+
+def _expected(x: np.ndarray, what: str, got) -> None:
+    exact = float(np.sum(x.astype(np.float64)))
+    tolerance = 1e-5 * float(np.sum(np.abs(x.astype(np.float64)))) + 1e-6
+    got = float(np.asarray(got).reshape(-1)[0])
+    assert abs(got - exact) <= tolerance, f"{what}: got {got:.7g}, expected {exact:.7g} (within {tolerance:.2g})"
+
+
+def _run(learner, gen, n: int, blocks: int, what: str) -> None:
+    x = gen.standard_normal(n).astype(np.float32)
+    answer = learner.probe("launch", "block_sum", blocks, BLOCK, [x, np.zeros(1, np.float32), n])
+    _expected(x, f"{what} (n={n}, {blocks} blocks of {BLOCK})", answer["arrays"][1])
+    atomics = answer["stats"]["atomics"]
+    assert atomics == blocks, f"{what}: {atomics} atomic additions for {blocks} blocks; the block's total is added once per block"
+
+
+@exercise("7.2")
+def test_one_block(learner, rng):
+    gen = np_generator(rng)
+    _run(learner, gen, BLOCK, 1, "one block, one element per thread")
+
+
+@exercise("7.2")
+def test_several_blocks_with_a_ragged_end(learner, rng):
+    gen = np_generator(rng)
+    blocks = int(gen.integers(2, 4))
+    _run(learner, gen, int(gen.integers(blocks * BLOCK // 2, 3 * blocks * BLOCK)), blocks, "several blocks")
+
+
+@exercise("7.2")
+def test_fewer_elements_than_threads(learner, rng):
+    gen = np_generator(rng)
+    _run(learner, gen, int(gen.integers(1, 40)), 1, "most threads hold a total of 0")
+
+
+@exercise("7.2")
+def test_the_library_wrapper_sums(learner, rng):
+    gen = np_generator(rng)
+    n = int(gen.integers(700, 1500))
+    x = (gen.standard_normal(n) + 0.5).astype(np.float32)
+    _expected(x, f"shared_memory_sum of {n} elements", learner.probe("library_sum", x))

@@ -1,0 +1,83 @@
+"""Graded checks for chapter 07, exercise 7.3 (tiled matmul in shared memory): ``exercises/07_matmul.py``.
+
+The learner's ``tiled_matmul_kernel`` runs on the simulator in the child with
+blocks of ``TILE x TILE`` = 16 x 16 threads, on float32 matrices the grader
+draws: sizes that are multiples of the tile and ragged ones (the edges of
+the tiles must be padded with 0 and never read past a matrix). The grader
+multiplies in float64 here and compares (float32 tolerance), and checks the
+point of tiling from the launch's counters: each element of ``a`` is read
+from global memory once per block column of ``c``, each element of ``b``
+once per block row, never once per multiply-add. A phase that overwrites a
+tile before every thread finished reading it is a shared-memory race,
+reported with the simulator's message.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad.grading.checks._kernels import assert_close, launch, nan_array, np_generator
+from minigrad.grading.probing import exercise, probe
+
+launch = probe(launch)
+TILE = 16
+
+
+@probe
+def library_matmul(submission, state, a, b):
+    """(child) ``tiled_matmul(a, b)``, the library's host wrapper around the learner's kernel."""
+    return submission.tiled_matmul(a, b)
+
+
+def _blocks(count: int) -> int:
+    return (count + TILE - 1) // TILE
+
+
+def _run(learner, gen, m: int, k: int, n: int, what: str) -> None:
+    a = gen.standard_normal((m, k)).astype(np.float32)
+    b = gen.standard_normal((k, n)).astype(np.float32)
+    grid = (_blocks(n), _blocks(m))
+    answer = learner.probe("launch", "tiled_matmul_kernel", grid, (TILE, TILE), [a, b, nan_array((m, n)), m, k, n])
+    where = f"{what}: c = a @ b with a {m}x{k}, b {k}x{n}"
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    assert_close(answer["arrays"][2], expected, where, rtol=1e-4, atol=1e-4)
+    stats = answer["stats"]
+    tiled_loads = 4 * (grid[0] * m * k + grid[1] * k * n)
+    assert stats["global_load_bytes"] == tiled_loads, (
+        f"{where}: the launch read {stats['global_load_bytes']} bytes of global memory; staging each tile once "
+        f"per phase reads {tiled_loads} (each element of a once per block column, of b once per block row)"
+    )
+    assert stats["global_store_bytes"] == 4 * m * n, (
+        f"{where}: the launch wrote {stats['global_store_bytes']} bytes, expected {4 * m * n} (each element of c once)"
+    )
+
+
+@exercise("7.3")
+def test_whole_tiles(learner, rng):
+    gen = np_generator(rng)
+    m, n = (TILE * int(gen.integers(1, 3)) for _ in range(2))
+    _run(learner, gen, m, TILE * 2, n, "sizes that are multiples of the tile")
+
+
+@exercise("7.3")
+def test_ragged_edges(learner, rng):
+    gen = np_generator(rng)
+    m, k, n = int(gen.integers(17, 30)), int(gen.integers(17, 40)), int(gen.integers(3, 15))
+    _run(learner, gen, m, k, n, "sizes that are not multiples of the tile")
+
+
+@exercise("7.3")
+def test_thin_and_short(learner, rng):
+    gen = np_generator(rng)
+    _run(learner, gen, 1, int(gen.integers(1, 16)), int(gen.integers(1, 16)), "one row, k smaller than a tile")
+    _run(learner, gen, int(gen.integers(2, 9)), int(gen.integers(33, 50)), 1, "one column, three phases")
+
+
+@exercise("7.3")
+def test_the_library_wrapper_multiplies(learner, rng):
+    gen = np_generator(rng)
+    m, k, n = int(gen.integers(5, 20)), int(gen.integers(5, 20)), int(gen.integers(5, 20))
+    a = gen.standard_normal((m, k)).astype(np.float32)
+    b = gen.standard_normal((k, n)).astype(np.float32)
+    c = learner.probe("library_matmul", a, b)
+    assert_close(c, a.astype(np.float64) @ b.astype(np.float64), f"tiled_matmul(a, b), a {m}x{k}, b {k}x{n}", 1e-4, 1e-4)
