@@ -31,14 +31,12 @@ Invariants
 
 from __future__ import annotations
 
-
-from minigrad.memory.categories import CATEGORY_OF_TAG, ACTIVATION, CATEGORIES, OTHER, category_of
+from minigrad.memory.categories import ACTIVATION, CATEGORIES, CATEGORY_OF_TAG, OTHER, category_of
 from minigrad.memory.ground_truth import CupyPoolProbe, TracemallocProbe
 from minigrad.memory.timeline import TimelineEvent, format_timeline
 from minigrad.tensor import hooks
 
 __all__ = ["Tracker", "track"]
-
 
 
 def track(model=None, optimizer=None, *, tracemalloc: bool = True, timeline: bool = True) -> "Tracker":
@@ -143,17 +141,16 @@ class Tracker:
     # ------------------------------------------------------------------ observers (the hot path while tracking)
 
     def _on_allocation(self, event) -> None:
-        kind = event[0]
+        kind, nbytes, buffer_id, tag, device, op = event
         if kind == "alloc":
-            _, nbytes, buffer_id, tag, device, op = event
             category = CATEGORY_OF_TAG.get(tag, OTHER)
             module = self._module
             self._buffers[buffer_id] = [nbytes, category, module]
+            if module is not None and category == ACTIVATION:
+                saved = self._activation_by_module
+                saved[module] = saved.get(module, 0) + nbytes
             if self._registering:
                 self.preexisting += nbytes
-            if module is not None and category == ACTIVATION:
-                by_module = self._activation_by_module
-                by_module[module] = by_module.get(module, 0) + nbytes
             by_category = self._by_category
             by_category[category] += nbytes
             current = self.current = self.current + nbytes
@@ -163,41 +160,37 @@ class Tracker:
                 self.peak_index = len(self.events)
             if self._sample_pool and device != "cpu":
                 self._pool.sample()
-            if self.record_timeline:
-                self.events.append((self.step, self._phase, kind, category, nbytes, current,
-                                    op or self._context_op, module, buffer_id, None))
+            previous = None
         elif kind == "free":
-            record = self._buffers.pop(event.buffer_id, None)
+            record = self._buffers.pop(buffer_id, None)
             if record is None:  # a buffer this tracker never counted
                 return
-            nbytes, category, module = record
-            if category == ACTIVATION and module is not None:
+            _, category, module = record
+            if module is not None and category == ACTIVATION:
                 self._activation_by_module[module] -= nbytes
             self._by_category[category] -= nbytes
-            self.current -= nbytes
-            if self.record_timeline:
-                self.events.append((self.step, self._phase, kind, category, -nbytes, self.current, event.op or self._context_op, module,
-                                    event.buffer_id, None))
-        elif kind == "retag":
-            record = self._buffers.get(event.buffer_id)
-            if record is None:
+            current = self.current = self.current - nbytes
+            nbytes, previous = -nbytes, None
+        else:  # "retag": the bytes move to another category
+            record = self._buffers.get(buffer_id)
+            category = CATEGORY_OF_TAG.get(tag, OTHER)
+            if record is None or record[1] == category:
                 return
-            nbytes, previous, module = record
-            category = category_of(event.tag)
-            if previous == category:
-                return
-            if previous == ACTIVATION and module is not None:
-                self._activation_by_module[module] -= nbytes
+            _, previous, module = record
+            saved = self._activation_by_module
+            if module is not None and previous == ACTIVATION:
+                saved[module] -= nbytes
             if category == ACTIVATION:  # the module whose forward saved it owns it now
                 module = self._module
                 if module is not None:
-                    self._activation_by_module[module] = self._activation_by_module.get(module, 0) + nbytes
+                    saved[module] = saved.get(module, 0) + nbytes
             record[1], record[2] = category, module
             self._by_category[previous] -= nbytes
             self._by_category[category] += nbytes
-            if self.record_timeline:
-                self.events.append((self.step, self._phase, kind, category, nbytes, self.current, event.op or self._context_op, module,
-                                    event.buffer_id, previous))
+            current = self.current
+        if self.record_timeline:
+            self.events.append((self.step, self._phase, kind, category, nbytes, current, op or self._context_op,
+                                module, buffer_id, previous))
 
     def _on_phase(self, event) -> None:
         kind, name, owner, _inputs = event
