@@ -86,6 +86,7 @@ positional arguments of a module call (empty otherwise)."""
 
 _new_tuple = tuple.__new__  # builds an AllocationEvent without the namedtuple's Python-level __new__
 _NOT_ARRAYS = frozenset({int, float, bool, str, type(None), type(Ellipsis), slice})
+_NODE_FIELDS = frozenset({"_saved", "_parents", "output_shape", "output_dtype", "_checks", "_device"})
 
 # The module-level state is read on the hot path by tensor.py and function.py.
 observers: list[Callable[[AllocationEvent], None]] = []
@@ -250,7 +251,9 @@ def track_node(ctx, out, device) -> None:
     becomes an activation.
     """
     kept = list(ctx._saved) if ctx._saved else []
-    for value in vars(ctx).values():
+    for name, value in vars(ctx).items():
+        if name in _NODE_FIELDS:  # what apply() itself stores on a node holds no arrays of the op's
+            continue
         kind = type(value)
         if kind in _NOT_ARRAYS:
             continue
