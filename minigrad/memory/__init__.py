@@ -18,10 +18,10 @@ recorded training step.
 
 Reading order
 -------------
-Tracking, then the allocator from the rules up (991 lines in all):
+Tracking, then the allocator from the rules up (984 lines in all):
 
 1. ``categories.py`` (40 lines): the seven memory categories and which allocation tag falls into which.
-2. ``tracker.py`` (351 lines): ``track()``: bytes by category, the peak split, phases, bytes saved per module.
+2. ``tracker.py`` (344 lines): ``track()``: bytes by category, the peak split, phases, bytes saved per module.
 3. ``timeline.py`` (53 lines): the timeline's rows and their running totals per category.
 4. ``sizes.py`` (64 lines): rounding, the two pools, segment sizes, when to split.
 5. ``blocks.py`` (69 lines): segments and the blocks that tile them.
