@@ -23,6 +23,7 @@ from minigrad.memory.simulated_gpu import simulated_gpu
 from minigrad.memory.tracker import track
 from minigrad.tensor import hooks
 from minigrad.training.recipes import mnist_cnn
+from minigrad.viz.segment_map import draw_segment_map
 
 MiB = 2**20
 TINY = dataclasses.replace(get_profile("gtx1050"), name="tiny test card", short_name="tiny",
@@ -77,20 +78,21 @@ def report_categories(message):
 def test_out_of_memory_then_a_smaller_batch_trains_like_a_run_that_never_failed():
     too_big = estimate(mnist_cnn(), (1, 28, 28), 64).max_batch_size(TINY) * 2
     model, optimizer = cnn_and_adam()
-    with simulated_gpu(TINY) as gpu:
-        with track(model, optimizer, tracemalloc=False, timeline=False) as mem:
-            with pytest.raises(OutOfMemoryError) as caught:
-                train_step(model, optimizer, too_big)
-            tracked_then = mem.current
+    with simulated_gpu(TINY) as gpu, track(model, optimizer, tracemalloc=False, timeline=False) as mem:
+        with pytest.raises(OutOfMemoryError) as caught:
+            train_step(model, optimizer, too_big)
+        tracked_then = mem.current
         report = caught.value.report
         del caught
         gc.collect()
         assert report.allocated == tracked_then == sum(report.by_category.values())
-        # nothing of the failed step is left: the card holds exactly the live buffers
-        assert gpu.current == live_simulated_bytes()
+        # nothing of the failed step is left: the card and the tracker hold exactly the live buffers
+        assert gpu.current == live_simulated_bytes() == mem.current
         assert len(gpu.allocator.allocated) == len(gpu.live)
         train_step(model, optimizer, 32, seed=1)
         train_step(model, optimizer, 32, seed=2)
+        assert gpu.current == live_simulated_bytes() == mem.current
+        assert mem.by_category() == gpu.by_category()
     reference, reference_optimizer = cnn_and_adam()
     train_step(reference, reference_optimizer, 32, seed=1)
     train_step(reference, reference_optimizer, 32, seed=2)
@@ -132,6 +134,19 @@ def test_the_report_reads_like_pytorchs_and_its_categories_sum_to_the_tracked_to
     assert sgd.saving == error.report.by_category["optimizer_state"] == 2 * sum(p.nbytes for p in model.parameters())
 
 
+def test_an_error_that_ends_the_block_frees_the_failed_steps_buffers_at_once():
+    """As in a notebook, where the kernel keeps the last traceback (and with it the failed step's arrays)."""
+    model, optimizer = cnn_and_adam()
+    too_big = estimate(model, (1, 28, 28), 64).max_batch_size(TINY) * 2
+    parameter_bytes = sum(p.nbytes for p in model.parameters())
+    with pytest.raises(OutOfMemoryError) as caught:  # keeps the traceback alive, as a kernel does
+        with simulated_gpu(TINY) as gpu:
+            train_step(model, optimizer, too_big)
+    assert caught.value.report.by_category["activation"] > 0
+    assert gpu.by_category() == dict(dict.fromkeys(CATEGORIES, 0), parameter=parameter_bytes)
+    assert gpu.allocator.allocated_bytes < parameter_bytes + 512 * len(gpu.live)
+
+
 def test_suggestions_are_estimated_from_the_live_categories():
     live = dict.fromkeys(CATEGORIES, 0)
     live.update(activation=800, input=200, gradient=50, optimizer_state=100)
@@ -158,6 +173,8 @@ def test_parameters_made_before_the_block_are_on_the_card_and_the_allocator_is_e
         assert stats["reserved_bytes.all.peak"] <= TINY.usable_bytes
         tags = {block["tag"] for segment in gpu.allocator.snapshot() for block in segment["blocks"]}
         assert {"parameter", "optimizer_state"} <= tags  # the segment map colours blocks by category
+        picture = draw_segment_map(gpu.allocator, title="tiny card")
+        assert "optimizer_state" in picture.body
     assert not gpu.active and "tiny" in repr(gpu)
 
 
