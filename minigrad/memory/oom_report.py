@@ -82,7 +82,7 @@ class OOMReport:
         return suggestions(self.by_category)
 
     def message(self) -> str:
-        made_by = f" by {self.request_op}" if self.request_op else ""
+        made_by = f" made by {self.request_op}" if self.request_op else ""
         unallocated = self.reserved - self.allocated_rounded
         lines = [
             f"{self.card} (simulated): Tried to allocate {format_bytes(self.requested)} "

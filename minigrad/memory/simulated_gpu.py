@@ -22,7 +22,11 @@ The model "is on the card": the buffers alive and known when the block
 starts are counted at once; the parameters, gradients and buffers of a
 model, and an optimizer's state, made before the block, are counted when the
 model is first called / the optimizer first steps (or at once, if passed as
-``simulated_gpu(..., model=, optimizer=)``), as :func:`track` does.
+``simulated_gpu(..., model=, optimizer=)``), as :func:`track` does. Pass the
+optimizer when its state exists already: an error before its first step in
+the block would otherwise not count (nor suggest saving) that state.
+A buffer that no op made is named by the backward pass or optimizer step
+that asked for it.
 
 Nothing is lost on an out-of-memory error: the refused buffer was never
 registered, so the model, the optimizer, any active tracker and the
@@ -85,6 +89,7 @@ class SimulatedGPU:
         self.live: dict[int, list] = {}
         self._by_category = dict.fromkeys(CATEGORIES, 0)
         self._seen: set[int] = set()
+        self._phases: list[str] = []  # the backward passes and optimizer steps in progress
         self._handles: list = []
         self.num_ooms = 0
         self.active = False
@@ -116,7 +121,7 @@ class SimulatedGPU:
             gc.collect()
         for handle in self._handles:
             handle.remove()
-        self._handles, self._seen = [], set()
+        self._handles, self._seen, self._phases = [], set(), []
         self.model = self.optimizer = None
         self.active = False
 
@@ -132,6 +137,8 @@ class SimulatedGPU:
             address = self.allocator.malloc(nbytes, tag=category)
         except AllocatorOutOfMemoryError:
             self.num_ooms += 1
+            if op is None and self._phases:
+                op = "optimizer.step" if self._phases[-1] == "optimizer" else self._phases[-1]
             raise OutOfMemoryError(self._report(nbytes, category, op)) from None
         self.live[buffer] = [address, nbytes, category, op]
         self._by_category[category] += nbytes
@@ -167,6 +174,11 @@ class SimulatedGPU:
 
     def _on_phase(self, event) -> None:
         kind, name, owner, inputs = event
+        if name != "forward":  # names the buffers no op made (gradients in flight, an optimizer's scratch)
+            if kind == "enter":
+                self._phases.append(name)
+            elif self._phases and self._phases[-1] == name:
+                self._phases.pop()
         if kind != "enter" or id(owner) in self._seen:
             return
         if name == "forward":

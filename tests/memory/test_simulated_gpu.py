@@ -229,6 +229,7 @@ def test_a_cnn_just_above_the_gtx1050_fails_there_fits_on_4_gb_and_on_2_gb_with_
         del caught
         assert sum(report.by_category.values()) == report.allocated == tracked
         assert report.allocated + report.requested > 0.5 * usable
+        assert report.request_op is not None  # an op, or the backward pass / optimizer step that asked
         # training continues in the same process, on the same card: gradient accumulation at the same effective batch
         train_step(model, optimizer, too_big, accumulation_steps=2)
     assert gpu.stats()["reserved_bytes.all.peak"] <= usable
