@@ -35,6 +35,15 @@ Each event also names the ``op`` that made the buffer (or, for a "retag",
 the op that saved it for backward; ``"<op>_backward"`` for gradients an op's
 backward produced); ``None`` where no op did (factories, scratch).
 
+**Allocation guards** (used by ``minigrad.memory.simulated_gpu``): a guard is
+a callable that receives an :class:`AllocationEvent` with ``event``
+``"reserve"`` for every new buffer *before* it is registered or any observer
+hears of it; it refuses the buffer by raising (e.g. ``MemoryError``). Then
+nothing is recorded: no observer sees an "alloc" (nor, later, a "free") for
+it, the tensor is not made, and the guards that had already admitted it get
+a ``"cancel"`` event with the same ``buffer_id``. Guards run only while an
+allocation observer is registered (register one beside the guard).
+
 When no observer is registered the cost is one truthiness test per new tensor.
 Buffers that existed before the first observer was registered are reported
 the first time a new tensor is made on them.
@@ -69,13 +78,15 @@ __all__ = [
     "allocation_tag", "set_buffer_tag", "buffer_id", "live_buffers",
     "set_dtype_policy", "get_dtype_policy", "dtype_policy",
     "ACTIVATION", "OUTPUT", "TEMPORARY", "GRADIENT", "TENSOR", "live_bytes", "report_temporary", "scratch",
+    "add_allocation_guard", "remove_allocation_guard",
     "PhaseEvent", "add_phase_observer", "remove_phase_observer", "phase", "enter_phase", "exit_phase",
 ]
 
 ACTIVATION, OUTPUT, TEMPORARY, GRADIENT, TENSOR = "activation", "output", "temporary", "gradient", "tensor"
 
 AllocationEvent = namedtuple("AllocationEvent", "event nbytes buffer_id tag device op", defaults=(None,))
-AllocationEvent.__doc__ = """One allocation event: ``event`` is "alloc", "free" or "retag"; ``nbytes`` the buffer's
+AllocationEvent.__doc__ = """One allocation event: ``event`` is "alloc", "free" or "retag" (for guards: "reserve",
+"cancel"); ``nbytes`` the buffer's
 exact size; ``buffer_id`` a number unique to the buffer; ``tag`` its category; ``device`` e.g. "cpu";
 ``op`` the op that made (or, for "retag", saved) it, None if none."""
 
@@ -92,6 +103,7 @@ _NODE_FIELDS = frozenset({"_saved", "_parents", "output_shape", "output_dtype", 
 observers: list[Callable[[AllocationEvent], None]] = []
 tag_override: list[str] = []
 phase_observers: list[Callable[[PhaseEvent], None]] = []
+guards: list[Callable[[AllocationEvent], None]] = []
 policy: Callable | None = None
 
 _ids = itertools.count(1)
@@ -129,6 +141,34 @@ def remove_allocation_observer(fn) -> None:
         observers.remove(fn)
     except ValueError:
         pass
+
+
+def add_allocation_guard(fn: Callable[[AllocationEvent], None]) -> RemovableHandle:
+    """Ask ``fn(event)`` to admit every new buffer before it is registered (see the module docstring)."""
+    if not callable(fn):
+        raise TypeError(f"add_allocation_guard: expected a callable taking an AllocationEvent, got {fn!r}")
+    guards.append(fn)
+    return RemovableHandle(fn, guards)
+
+
+def remove_allocation_guard(fn) -> None:
+    if fn in guards:
+        guards.remove(fn)
+
+
+def _reserve(record: list) -> None:
+    """Ask every guard to admit ``record``'s buffer; if one refuses, cancel the earlier admissions and re-raise."""
+    fields = (record[1], record[0], record[2], record[3], record[4])
+    admitted = []
+    try:
+        for fn in tuple(guards):
+            fn(_new_tuple(AllocationEvent, ("reserve",) + fields))
+            admitted.append(fn)
+    except BaseException:
+        cancel = _new_tuple(AllocationEvent, ("cancel",) + fields)
+        for fn in admitted:
+            fn(cancel)
+        raise
 
 
 def add_phase_observer(fn: Callable[[PhaseEvent], None]) -> RemovableHandle:
@@ -229,6 +269,8 @@ def track(array, tag: str, device, op: str | None = None) -> None:
         return
     ref.key = key
     record = [next(_ids), int(root.nbytes), tag_override[-1] if tag_override else tag, str(device), op, ref]
+    if guards:
+        _reserve(record)  # may refuse the buffer: then nothing is recorded
     _live[key] = record
     _emit("alloc", record)
 
@@ -314,6 +356,8 @@ class scratch:
     def __enter__(self) -> None:
         if observers:
             record = [next(_ids), int(self.nbytes), tag_override[-1] if tag_override else TEMPORARY, str(self.device), None]
+            if guards:
+                _reserve(record)
             self.key = -record[0]  # never the id() of an array
             _live[self.key] = record
             _emit("alloc", record)
