@@ -46,6 +46,11 @@ Estimating a step's memory, and the cards it must fit:
 - ``profiles.py`` (127 lines): eight consumer GPUs (memory, bandwidth, throughput, CUDA context), with sources.
 - ``ground_truth.py`` (68 lines): tracemalloc's and CuPy's pool's peaks, shown beside the tracker's.
 
+A consumer card's budget, enforced:
+
+- ``simulated_gpu.py`` (248 lines): ``simulated_gpu("gtx1050")``: a card's usable memory enforced through the caching allocator on every buffer.
+- ``oom_report.py`` (123 lines): ``OutOfMemoryError`` and its report: categories, fragmentation, largest tensors, ranked savings.
+
 The allocator's support:
 
 - ``device.py`` (50 lines): the device's ``malloc``/``free`` the allocator reserves segments from.
@@ -58,7 +63,9 @@ from minigrad.memory.allocator import AllocatorOutOfMemoryError, CachingAllocato
 from minigrad.memory.categories import CATEGORIES
 from minigrad.memory.cupy_allocator import CupyCachingAllocator
 from minigrad.memory.estimate import OPTIMIZERS, Estimate, EstimateError, estimate, format_bytes
+from minigrad.memory.oom_report import OOMReport, OutOfMemoryError
 from minigrad.memory.profiles import PROFILES, GPUProfile, get_profile, profiles_table
+from minigrad.memory.simulated_gpu import SimulatedGPU, simulated_gpu
 from minigrad.memory.timeline import TimelineEvent
 from minigrad.memory.trace_recording import compare_policies_on_training_step, record_trace, record_training_step
 from minigrad.memory.trace_replay import ReplayResult, compare_policies, replay, replay_states
@@ -66,7 +73,8 @@ from minigrad.memory.tracker import Tracker, track
 
 __all__ = [
     "AllocatorOutOfMemoryError", "CATEGORIES", "CachingAllocator", "CupyCachingAllocator", "Estimate", "EstimateError",
-    "GPUProfile", "OPTIMIZERS", "PROFILES", "ReplayResult", "TimelineEvent", "Tracker", "compare_policies",
-    "compare_policies_on_training_step", "estimate", "format_bytes", "get_profile", "profiles_table", "record_trace",
-    "record_training_step", "replay", "replay_states", "track",
+    "GPUProfile", "OOMReport", "OPTIMIZERS", "OutOfMemoryError", "PROFILES", "ReplayResult", "SimulatedGPU",
+    "TimelineEvent", "Tracker", "compare_policies", "compare_policies_on_training_step", "estimate", "format_bytes",
+    "get_profile", "profiles_table", "record_trace", "record_training_step", "replay", "replay_states",
+    "simulated_gpu", "track",
 ]
