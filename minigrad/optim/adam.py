@@ -64,10 +64,9 @@ class Adam(Optimizer):
         check_number(name, "weight_decay", group["weight_decay"], hint="weight_decay=1e-2 for AdamW")
 
     def _update(self, p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        if not state:  # first step of this parameter: zero moments
-            state["step"] = 0
-            state["exp_avg"] = self._zeros_state(p)
-            state["exp_avg_sq"] = self._zeros_state(p)
+        if not state:  # first step of this parameter: zero moments, stored together (an out-of-memory error
+            exp_avg, exp_avg_sq = self._zeros_state(p), self._zeros_state(p)  # in between leaves no half state)
+            state.update(step=0, exp_avg=exp_avg, exp_avg_sq=exp_avg_sq)
         if group["amsgrad"] and "max_exp_avg_sq" not in state:
             state["max_exp_avg_sq"] = self._zeros_state(p)
         state["step"] += 1

@@ -65,9 +65,9 @@ class RMSprop(Optimizer):
         check_number("RMSprop", "momentum", group["momentum"], hint="momentum=0 or 0.9")
 
     def _update(self, p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        if not state:
-            state["step"] = 0
-            state["square_avg"] = self._zeros_state(p)
+        if not state:  # stored together: an out-of-memory error while allocating leaves no half state
+            square_avg = self._zeros_state(p)
+            state.update(step=0, square_avg=square_avg)
         if group["momentum"] > 0 and "momentum_buffer" not in state:
             state["momentum_buffer"] = self._zeros_state(p)
         if group["centered"] and "grad_avg" not in state:
