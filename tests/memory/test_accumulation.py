@@ -1,0 +1,65 @@
+"""Peak against micro-batch size at one effective batch: read from two estimates, equal to real accumulated steps."""
+
+import pytest
+
+import minigrad.tensor as mt
+from minigrad.memory.accumulation import (
+    accumulation_estimates, estimate_at, fewest_steps_that_fit, measured_peak, peak_by_micro_batch,
+)
+from minigrad.memory.estimate import estimate
+from minigrad.memory.profiles import get_profile
+from minigrad.training.recipes import mnist_cnn, mnist_mlp
+
+SHAPE = (1, 28, 28)
+
+
+@pytest.mark.parametrize("build, micro, steps, optimizer", [
+    (mnist_cnn, 64, 4, "adam"),
+    (mnist_mlp, 32, 8, "sgd-momentum"),
+    (mnist_mlp, 128, 1, "adam"),
+])
+def test_the_peak_equals_real_steps_through_the_gradient_accumulator(build, micro, steps, optimizer):
+    points = peak_by_micro_batch(build(), SHAPE, micro * steps, optimizer=optimizer, micro_batches=[micro])
+    assert points[0].peak == measured_peak(build, SHAPE, micro, steps, optimizer)
+
+
+def test_two_estimates_stand_for_any_number_of_steps():
+    pair = accumulation_estimates(mnist_cnn(), SHAPE, "sgd")
+    for micro, steps in [(48, 3), (16, 8)]:
+        direct = estimate(mnist_cnn(), SHAPE, micro, optimizer="sgd", accumulation_steps=steps)
+        read = estimate_at(pair, micro, steps)
+        assert read.peak == direct.peak and read.peak_by_category == direct.peak_by_category
+        assert read.accumulation_steps == steps
+
+
+def test_every_divisor_largest_micro_batch_first_and_the_peak_falls():
+    points = peak_by_micro_batch(mnist_cnn(), SHAPE, 4096)
+    assert [p.micro_batch for p in points] == [2**k for k in range(12, -1, -1)]
+    assert all(p.effective_batch == 4096 for p in points)
+    assert all(a.peak > b.peak for a, b in zip(points, points[1:]))
+    assert points[0].steps == 1 and points[0].peak == estimate(mnist_cnn(), SHAPE, 4096).peak
+    assert "micro-batches 2+" in points[1].peak_phase  # the gradients exist while the later backward runs
+
+
+def test_fewest_steps_that_fit_the_card():
+    points = peak_by_micro_batch(mnist_cnn(), SHAPE, 16384, micro_batches=[16384, 8192, 4096, 2048])
+    best = fewest_steps_that_fit(points, "gtx1050")
+    budget = get_profile("gtx1050").usable_bytes
+    assert (best.micro_batch, best.steps) == (4096, 4) and best.peak <= budget
+    assert all(p.peak > budget for p in points if p.steps < best.steps)
+    assert fewest_steps_that_fit(points[:1], "gtx1050") is None
+
+
+def test_bad_micro_batches_are_refused_with_the_divisors():
+    with pytest.raises(ValueError, match=r"\[3\] do not divide the effective batch 64; .*\[1, 2, 4, 8, 16, 32, 64\]"):
+        peak_by_micro_batch(mnist_mlp(), SHAPE, 64, micro_batches=[3, 8])
+    with pytest.raises(ValueError, match="effective_batch must be a whole number >= 1"):
+        peak_by_micro_batch(mnist_mlp(), SHAPE, 0)
+
+
+def test_measuring_leaves_the_random_state_alone():
+    mt.manual_seed(3)
+    expected = mt.randn(3).numpy()
+    mt.manual_seed(3)
+    measured_peak(mnist_mlp, SHAPE, 8, 2, "sgd")
+    assert (mt.randn(3).numpy() == expected).all()
