@@ -63,3 +63,24 @@ def test_measuring_leaves_the_random_state_alone():
     mt.manual_seed(3)
     measured_peak(mnist_mlp, SHAPE, 8, 2, "sgd")
     assert (mt.randn(3).numpy() == expected).all()
+
+
+def test_the_figure_renders_a_bar_per_micro_batch_and_the_capacity_line():
+    from minigrad.viz.accumulation_plot import plot_peak_by_micro_batch
+    from minigrad.viz.figure_display import figure_png
+
+    points = peak_by_micro_batch(mnist_cnn(), SHAPE, 8192, micro_batches=[8192, 4096, 2048, 1024])
+    figure = plot_peak_by_micro_batch(points, "gtx1050")
+    ax = figure.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["8192", "4096", "2048", "1024"]
+    tops = {}
+    for patch in ax.patches:  # stacked bars: the top of each column is its peak
+        x = round(patch.get_x() + patch.get_width() / 2)
+        tops[x] = max(tops.get(x, 0.0), patch.get_y() + patch.get_height())
+    assert [tops[x] for x in range(4)] == pytest.approx([p.peak / 2**20 for p in points])
+    line = ax.get_lines()[0]
+    assert line.get_ydata()[0] == pytest.approx(get_profile("gtx1050").usable_bytes / 2**20)
+    assert [t.get_text() for t in ax.texts] == ["x1", "x2", "x4", "x8"]
+    assert figure_png(figure)[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="no points"):
+        plot_peak_by_micro_batch([])
