@@ -119,3 +119,26 @@ def test_ipython_display_sends_the_widget_with_a_static_fallback(monkeypatch):
     picker = WillItFit(batch_size=512)
     picker._ipython_display_()
     assert isinstance(shown[0][0], SVGFigure) and shown[0][0].svg == picker.figure().svg
+
+
+def test_a_profile_of_ones_own_is_a_choice_too():
+    from dataclasses import replace
+
+    card = replace(get_profile("gtx1050"), name="My laptop GPU", short_name="mine", memory_bytes=3 * 2**30)
+    picker = WillItFit(gpu=card, batch_size=6000)
+    assert picker.gpu is card and picker.fits() and "My laptop GPU" in picker.figure().svg
+    picker.set(gpu=get_profile("gtx1050"))  # a known card, given as its profile
+    assert picker.gpu == "gtx1050" and not picker.fits()
+
+
+def test_a_profile_of_ones_own_joins_the_widgets_list():
+    pytest.importorskip("ipywidgets")
+    from dataclasses import replace
+
+    card = replace(get_profile("gtx1050"), name="My laptop GPU", short_name="mine", memory_bytes=3 * 2**30)
+    picker = WillItFit(batch_size=6000)
+    picker.widget
+    picker.set(gpu=card)
+    assert picker._controls["gpu"].value is card and "fits" in picker._readout.value
+    picker._controls["gpu"].value = "gtx1050"
+    assert picker.gpu == "gtx1050" and "does NOT fit" in picker._readout.value

@@ -147,7 +147,8 @@ def draw_will_it_fit(peak_by_category: dict, gpu, title: str = "", max_batch: in
         x = LEFT + tick * scale
         body.append(_element("line", {"stroke": TEXT_SOFT, "x1": f"{x:.3f}", "x2": f"{x:.3f}", "y1": axis_y,
                                       "y2": axis_y + 4}))
-        body.append(_text(_bytes(tick) if tick else "0", x, axis_y + 16, anchor="middle", size=10, fill=TEXT_SOFT))
+        label = "0" if not tick else f"{tick / GiB:g} GiB" if tick >= GiB else f"{tick // MiB} MiB"
+        body.append(_text(label, x, axis_y + 16, anchor="middle", size=10, fill=TEXT_SOFT))
     legend_y, x = axis_y + 36, 12.0
     for category, nbytes in [("cuda_context", context), *parts.items()]:
         name = "CUDA context" if category == "cuda_context" else category.replace("_", " ")
@@ -187,7 +188,7 @@ class WillItFit:
     def set(self, model=None, gpu=None, batch_size=None, width=None, optimizer=None, dtype=None) -> None:
         """Change the choice (None keeps a value); a bad value raises ValueError naming the valid ones."""
         from minigrad.memory.estimate import OPTIMIZERS
-        from minigrad.memory.profiles import get_profile
+        from minigrad.memory.profiles import PROFILES, get_profile
 
         def check(name, value, valid):
             if value is not None and value not in valid:
@@ -198,8 +199,9 @@ class WillItFit:
         check("width", width, WIDTHS)
         check("optimizer", optimizer, list(OPTIMIZERS))
         check("dtype", dtype, DTYPES)
-        if gpu is not None:
-            gpu = get_profile(gpu).short_name if isinstance(gpu, str) else get_profile(gpu)
+        if gpu is not None:  # a known card by its short name; a profile of one's own as itself
+            profile = get_profile(gpu)
+            gpu = profile.short_name if PROFILES.get(profile.short_name) == profile else profile
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
                                        or not 1 <= batch_size <= self.max_batch_size):
             raise ValueError(f"WillItFit: batch_size must be a whole number from 1 to {self.max_batch_size}, "
@@ -283,9 +285,11 @@ class WillItFit:
     def _refresh(self) -> None:
         self._syncing = True  # moving the controls to the state must not set it again from half-moved controls
         try:
+            cards = self._controls["gpu"]
+            if all(value != self.gpu for _, value in cards.options):  # a profile of one's own joins the list
+                cards.options = [*cards.options, (self.gpu.name, self.gpu)]
             for name, control in self._controls.items():
-                value = getattr(self, name)
-                control.value = value if isinstance(value, (str, int)) else value.short_name
+                control.value = getattr(self, name)
         finally:
             self._syncing = False
         self._readout.value = f"<code>{html.escape(self.verdict())}</code>"
@@ -295,5 +299,5 @@ class WillItFit:
         display_with_static_figure(lambda: self.widget, self.figure)
 
     def __repr__(self) -> str:
-        return (f"WillItFit({self.model}, width {self.width}, {self.gpu if isinstance(self.gpu, str) else self.gpu.short_name}, "
-                f"batch {self.batch_size}, {self.optimizer}, {self.dtype})")
+        card = self.gpu if isinstance(self.gpu, str) else self.gpu.short_name
+        return f"WillItFit({self.model}, width {self.width}, {card}, batch {self.batch_size}, {self.optimizer}, {self.dtype})"
