@@ -164,10 +164,12 @@ def _add_memory_parser(sub) -> None:
                     "activations, peak), measured at three small batches and extrapolated exactly.",
         epilog=MEMORY_EXIT_CODES)
     e.add_argument("model", type=_choice("model", RECIPES), metavar="MODEL", help=f"one of {', '.join(RECIPES)}")
-    e.add_argument("--batch", type=_at_least(1), required=True, help="batch size (of each micro-batch with --accumulation)")
+    e.add_argument("--batch", type=_at_least(1), required=True,
+                   help="batch size (of each micro-batch with --accumulation)")
     e.add_argument("--gpu", type=_gpu, help="a profile from `minigrad memory devices` (default: report every profile)")
     floats = ["float32", "float16", "bfloat16", "float64"]
-    e.add_argument("--dtype", type=_choice("dtype", floats), default="float32", help=f"one of {', '.join(floats)} (default float32)")
+    e.add_argument("--dtype", type=_choice("dtype", floats), default="float32",
+                   help=f"one of {', '.join(floats)} (default float32)")
     e.add_argument("--optimizer", type=_choice("optimizer", OPTIMIZERS), default="adam",
                    help=f"one of {', '.join(OPTIMIZERS)} (default adam)")
     e.add_argument("--accumulation", type=_at_least(1), default=1, metavar="N",

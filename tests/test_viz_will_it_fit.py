@@ -1,11 +1,11 @@
-"""Will it fit? A step's peak by category against a card's capacity, to scale; the verdict flips at the largest batch."""
+"""Will it fit? A step's peak by category against a card's capacity, to scale; the verdict flips past the largest batch."""
 
 import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from minigrad.memory.accumulation import measured_peak
+from minigrad.memory.accumulation import measure_accumulated_peak
 from minigrad.memory.estimate import estimate
 from minigrad.memory.profiles import get_profile
 from minigrad.training.recipes import mnist_cnn, mnist_mlp
@@ -63,8 +63,8 @@ def test_the_verdict_flips_just_after_the_largest_batch():
 
 def test_width_one_is_the_recipe_and_a_wider_model_costs_more():
     assert estimate(build_model("mnist-mlp", 1), (1, 28, 28), 64).peak == estimate(mnist_mlp(), (1, 28, 28), 64).peak
-    assert measured_peak(lambda: build_model("mnist-cnn", 1), (1, 28, 28), 32, 2) == \
-        measured_peak(mnist_cnn, (1, 28, 28), 32, 2)
+    assert measure_accumulated_peak(lambda: build_model("mnist-cnn", 1), (1, 28, 28), 32, 2) == \
+        measure_accumulated_peak(mnist_cnn, (1, 28, 28), 32, 2)
     picker = WillItFit("mnist-cnn", batch_size=256)
     narrow = picker.estimate().peak
     picker.set(width=2)

@@ -14,7 +14,7 @@ backward creates the gradients, and one standing for the second and every
 later one, whose memory does not depend on how many follow. So one estimate
 without accumulation and one with ``accumulation_steps=2`` give the peak at
 every micro-batch size and every number of steps, by ``Estimate.at`` (no new
-measurement). ``measured_peak`` runs real steps through
+measurement). ``measure_accumulated_peak`` runs real steps through
 ``GradientAccumulator`` under an allocation observer, to check the figures.
 """
 
@@ -29,7 +29,7 @@ from minigrad.memory.profiles import get_profile
 from minigrad.optim import GradientAccumulator
 
 __all__ = ["AccumulationPoint", "accumulation_estimates", "estimate_at", "peak_by_micro_batch", "fewest_steps_that_fit",
-           "measured_peak"]
+           "measure_accumulated_peak"]
 
 
 @dataclass(frozen=True)
@@ -117,8 +117,8 @@ class _PeakLedger:
             self.total -= self.sizes.pop(event.buffer_id)
 
 
-def measured_peak(build_model, input_shape, micro_batch: int, steps: int, optimizer="adam", dtype=None,
-                  updates: int = 2, seed: int = 0) -> int:
+def measure_accumulated_peak(build_model, input_shape, micro_batch: int, steps: int, optimizer="adam",
+                             dtype=None, updates: int = 2, seed: int = 0) -> int:
     """Peak bytes of ``updates`` real updates of ``steps`` micro-batches each, through ``GradientAccumulator``.
 
     ``build_model()`` makes a fresh model (its parameters are counted; what

@@ -116,8 +116,8 @@ def draw_will_it_fit(peak_by_category: dict, gpu, title: str = "", max_batch: in
     def rect(x_bytes, nbytes, y_top, fill, category, label=""):
         width = nbytes * scale
         attrs = {"data-bytes": nbytes, "data-category": category, "fill": fill, "height": BAR_HEIGHT,
-                 "stroke": "#ffffff", "stroke-width": 0.5, "width": f"{width:.3f}", "x": f"{LEFT + x_bytes * scale:.3f}",
-                 "y": y_top}
+                 "stroke": "#ffffff", "stroke-width": 0.5, "width": f"{width:.3f}",
+                 "x": f"{LEFT + x_bytes * scale:.3f}", "y": y_top}
         body.append(_element("rect", attrs, _element("title", {}, _escape(f"{category}: {_bytes(nbytes)}"))))
         if label and width >= MIN_LABEL_WIDTH:
             dark = category in DARK_TEXT_ON or fill in (USABLE_FILL, CONTEXT_FILL)
@@ -300,4 +300,5 @@ class WillItFit:
 
     def __repr__(self) -> str:
         card = self.gpu if isinstance(self.gpu, str) else self.gpu.short_name
-        return f"WillItFit({self.model}, width {self.width}, {card}, batch {self.batch_size}, {self.optimizer}, {self.dtype})"
+        return (f"WillItFit({self.model}, width {self.width}, {card}, batch {self.batch_size}, {self.optimizer}, "
+                f"{self.dtype})")

@@ -4,7 +4,7 @@ import pytest
 
 import minigrad.tensor as mt
 from minigrad.memory.accumulation import (
-    accumulation_estimates, estimate_at, fewest_steps_that_fit, measured_peak, peak_by_micro_batch,
+    accumulation_estimates, estimate_at, fewest_steps_that_fit, measure_accumulated_peak, peak_by_micro_batch,
 )
 from minigrad.memory.estimate import estimate
 from minigrad.memory.profiles import get_profile
@@ -20,7 +20,7 @@ SHAPE = (1, 28, 28)
 ])
 def test_the_peak_equals_real_steps_through_the_gradient_accumulator(build, micro, steps, optimizer):
     points = peak_by_micro_batch(build(), SHAPE, micro * steps, optimizer=optimizer, micro_batches=[micro])
-    assert points[0].peak == measured_peak(build, SHAPE, micro, steps, optimizer)
+    assert points[0].peak == measure_accumulated_peak(build, SHAPE, micro, steps, optimizer)
 
 
 def test_two_estimates_stand_for_any_number_of_steps():
@@ -61,7 +61,7 @@ def test_measuring_leaves_the_random_state_alone():
     mt.manual_seed(3)
     expected = mt.randn(3).numpy()
     mt.manual_seed(3)
-    measured_peak(mnist_mlp, SHAPE, 8, 2, "sgd")
+    measure_accumulated_peak(mnist_mlp, SHAPE, 8, 2, "sgd")
     assert (mt.randn(3).numpy() == expected).all()
 
 
