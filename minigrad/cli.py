@@ -75,6 +75,11 @@ def _train(args) -> int:
     return 0
 
 
+# The names the memory subcommand accepts, kept here so that building the parser imports no stage
+# (tests/test_cli_memory.py checks them against the recipes, minigrad.memory's optimizers and the float dtypes).
+MEMORY_MODELS = ("mnist-mlp", "mnist-cnn")
+MEMORY_OPTIMIZERS = ("adam", "sgd", "sgd-momentum", "adamw", "rmsprop")
+MEMORY_DTYPES = ("float32", "float16", "bfloat16", "float64")
 MEMORY_EXIT_CODES = """exit status of `minigrad memory estimate`: 0 the step fits the --gpu card (or no --gpu was
 given), 1 it does not fit, 2 bad arguments"""
 
@@ -120,8 +125,9 @@ def _memory_fix(model, args) -> str:
     points = peak_by_micro_batch(model, (1, 28, 28), effective, optimizer=args.optimizer, dtype=args.dtype)
     best = fewest_steps_that_fit(points, args.gpu)
     if best is None:
+        smaller = " or --dtype float16" if args.dtype in ("float32", "float64") else ""
         return ("does not fit even in micro-batches of one example: choose a card with more memory "
-                f"(`minigrad memory devices`) or --dtype float16")
+                f"(`minigrad memory devices`){smaller}")
     return (f"does not fit: keep the effective batch {effective} with gradient accumulation, "
             f"--batch {best.micro_batch} --accumulation {best.steps} (peak {format_bytes(best.peak)}), "
             f"or use a smaller batch")
@@ -150,9 +156,6 @@ def _gpu(text: str):
 
 
 def _add_memory_parser(sub) -> None:
-    from minigrad.memory.estimate import OPTIMIZERS
-    from minigrad.training.recipes import RECIPES
-
     m = sub.add_parser("memory", help="GPU profiles and the memory of a training step",
                        description="Simulated consumer GPUs and the memory a training step needs on them.")
     actions = m.add_subparsers(dest="action", required=True)
@@ -163,15 +166,15 @@ def _add_memory_parser(sub) -> None:
         description="The memory of one training step (parameters, gradients, optimizer state, inputs, "
                     "activations, peak), measured at three small batches and extrapolated exactly.",
         epilog=MEMORY_EXIT_CODES)
-    e.add_argument("model", type=_choice("model", RECIPES), metavar="MODEL", help=f"one of {', '.join(RECIPES)}")
+    e.add_argument("model", type=_choice("model", MEMORY_MODELS), metavar="MODEL",
+                   help=f"one of {', '.join(MEMORY_MODELS)}")
     e.add_argument("--batch", type=_at_least(1), required=True,
                    help="batch size (of each micro-batch with --accumulation)")
     e.add_argument("--gpu", type=_gpu, help="a profile from `minigrad memory devices` (default: report every profile)")
-    floats = ["float32", "float16", "bfloat16", "float64"]
-    e.add_argument("--dtype", type=_choice("dtype", floats), default="float32",
-                   help=f"one of {', '.join(floats)} (default float32)")
-    e.add_argument("--optimizer", type=_choice("optimizer", OPTIMIZERS), default="adam",
-                   help=f"one of {', '.join(OPTIMIZERS)} (default adam)")
+    e.add_argument("--dtype", type=_choice("dtype", MEMORY_DTYPES), default="float32",
+                   help=f"one of {', '.join(MEMORY_DTYPES)} (default float32)")
+    e.add_argument("--optimizer", type=_choice("optimizer", MEMORY_OPTIMIZERS), default="adam",
+                   help=f"one of {', '.join(MEMORY_OPTIMIZERS)} (default adam)")
     e.add_argument("--accumulation", type=_at_least(1), default=1, metavar="N",
                    help="micro-batches of --batch per optimizer step (gradient accumulation; default 1)")
     e.set_defaults(run=_memory_estimate)

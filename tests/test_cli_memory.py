@@ -65,7 +65,8 @@ def test_without_a_gpu_every_profile_gets_a_verdict(capsys):
     (["mnist-resnet", "--batch", "8"], "unknown model 'mnist-resnet'; choose one of mnist-mlp, mnist-cnn"),
     (["mnist-cnn", "--batch", "8", "--gpu", "rtx9090"], "unknown GPU 'rtx9090'; known profiles: mx150, gtx1050"),
     (["mnist-cnn", "--batch", "8", "--dtype", "int8"], "unknown dtype 'int8'; choose one of float32, float16"),
-    (["mnist-cnn", "--batch", "8", "--optimizer", "lbfgs"], "unknown optimizer 'lbfgs'; choose one of sgd"),
+    (["mnist-cnn", "--batch", "8", "--optimizer", "lbfgs"],
+     "unknown optimizer 'lbfgs'; choose one of adam, sgd, sgd-momentum, adamw, rmsprop"),
     (["mnist-cnn", "--batch", "0"], "--batch: must be >= 1, got 0"),
     (["mnist-cnn", "--batch", "8", "--accumulation", "two"], "expected a whole number >= 1, got 'two'"),
 ])
@@ -81,6 +82,24 @@ def test_the_exit_codes_are_documented(capsys):
         main(["memory", "estimate", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "0 the step fits the --gpu card" in help_text and "1 it does not fit" in help_text
+
+
+def test_the_names_it_accepts_are_the_librarys():
+    import minigrad.tensor as mt
+    from minigrad import cli
+    from minigrad.memory.estimate import OPTIMIZERS
+    from minigrad.training.recipes import RECIPES
+
+    assert set(cli.MEMORY_MODELS) == set(RECIPES)
+    assert set(cli.MEMORY_OPTIMIZERS) == set(OPTIMIZERS) and cli.MEMORY_OPTIMIZERS[0] == "adam"
+    assert {mt.dtypes.as_dtype(name) for name in cli.MEMORY_DTYPES} == set(mt.dtypes.FLOATING_DTYPES)
+
+
+def test_building_the_parser_imports_no_stage():
+    code = ("import sys, minigrad.cli; minigrad.cli.parser(); "
+            "print(sorted(m for m in sys.modules if m.startswith('minigrad.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "['minigrad.cli']", done.stdout + done.stderr
 
 
 def test_the_command_runs_as_a_program():
