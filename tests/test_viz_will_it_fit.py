@@ -1,4 +1,4 @@
-"""Will it fit? A step's peak by category against a GPU's capacity, on one scale; the verdict flips past the largest batch."""
+"""Will it fit? The step's peak by category against a GPU's capacity; the verdict flips just past the largest batch."""
 
 import sys
 import xml.etree.ElementTree as ET
