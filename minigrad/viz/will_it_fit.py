@@ -264,7 +264,7 @@ class WillItFit:
             "gpu": widgets.Dropdown(options=[(p.name.replace("NVIDIA ", ""), k) for k, p in PROFILES.items()],
                                     description="GPU"),
             "batch_size": widgets.IntSlider(min=1, max=self.max_batch_size, description="batch",
-                                            continuous_update=False, layout=widgets.Layout(width="60%")),
+                                            continuous_update=True, layout=widgets.Layout(width="60%")),
             "optimizer": widgets.Dropdown(options=list(OPTIMIZERS), description="optimizer"),
             "dtype": widgets.ToggleButtons(options=list(DTYPES), description="dtype"),
         }
