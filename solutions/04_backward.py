@@ -34,7 +34,7 @@ Invariants
 
 from __future__ import annotations
 
-from minigrad.tensor import backward_steps
+from minigrad.tensor import backward_steps, hooks
 from minigrad.tensor.backward_steps import add_grad, input_gradients, store_grad
 from minigrad.tensor.function import AccumulateGrad
 from minigrad.tensor.tensor import Tensor
@@ -81,6 +81,14 @@ def backward(tensor: Tensor, gradient=None, retain_graph: bool = False) -> None:
             f"is nothing to differentiate. Create the inputs with requires_grad=True (and do not compute "
             f"the loss inside no_grad())"
         )
+    if hooks.phase_observers:  # minigrad.memory marks the backward phase
+        with hooks.phase("backward", tensor):
+            _backward(tensor, gradient, retain_graph)
+    else:
+        _backward(tensor, gradient, retain_graph)
+
+
+def _backward(tensor: Tensor, gradient, retain_graph: bool) -> None:
     seed = backward_steps.seed_gradient(tensor, gradient)
     root = tensor.grad_fn if tensor.grad_fn is not None else tensor._accumulate_grad_node()
     with backward_steps.one_pass(tensor._device):

@@ -35,6 +35,7 @@ from typing import Iterator
 from minigrad.nn.parameter import BUFFER_TAG, PARAMETER_TAG, Parameter
 from minigrad.tensor import Tensor, as_tensor, device as as_device, no_grad, set_buffer_tag
 from minigrad.tensor.dtypes import as_dtype, is_floating_point
+from minigrad.tensor.hooks import enter_phase, exit_phase, phase_observers
 from minigrad.tensor.tensor import parse_to_args
 
 __all__ = ["Module", "Sequential", "IncompatibleKeys"]
@@ -68,6 +69,12 @@ class Module:
         )
 
     def __call__(self, *args, **kwargs):
+        if phase_observers:  # minigrad.memory marks the forward phase of each module
+            enter_phase("forward", self, args)
+            try:
+                return self.forward(*args, **kwargs)
+            finally:
+                exit_phase("forward", self)
         return self.forward(*args, **kwargs)
 
     # ------------------------------------------------------------------ registration

@@ -1,5 +1,12 @@
 """Stage 5 (chapter 08): where memory goes - and a caching allocator, built the way production ones are.
 
+``track()`` counts every byte of a training step while it runs: ``current``,
+``peak``, the split by category (parameter, gradient, optimizer_state,
+activation, temporary, input, other) now and at the peak, a timeline of
+allocations with the phases forward / backward / optimizer, and the bytes
+each module's forward saved for backward (``by_module()``), with
+tracemalloc (CPU) or CuPy's pool (GPU) beside it.
+
 ``estimate(model, input_shape, batch_size, optimizer=...)`` gives a training
 step's memory by category and its peak, for any batch size, from three small
 measured batches extrapolated exactly; ``get_profile("gtx1050")`` and
@@ -17,23 +24,27 @@ recorded training step.
 
 Reading order
 -------------
-The allocator from the rules up (581 lines in all):
+Tracking, then the allocator from the rules up (1,018 lines in all):
 
-1. ``sizes.py`` (64 lines): rounding, the two pools, segment sizes, when to split.
-2. ``blocks.py`` (69 lines): segments and the blocks that tile them.
-3. ``pools.py`` (40 lines): a pool's free blocks, sorted by size and by address.
-4. ``policies.py`` (37 lines): best fit and first fit.
-5. ``allocator.py`` (240 lines): ``malloc``, ``free`` with coalescing, ``empty_cache``,
+1. ``categories.py`` (40 lines): the seven memory categories and which allocation tag falls into which.
+2. ``tracker.py`` (344 lines): ``track()``: bytes by category, the peak split, phases, bytes saved per module.
+3. ``timeline.py`` (53 lines): the timeline's rows and their running totals per category.
+4. ``sizes.py`` (64 lines): rounding, the two pools, segment sizes, when to split.
+5. ``blocks.py`` (69 lines): segments and the blocks that tile them.
+6. ``pools.py`` (40 lines): a pool's free blocks, sorted by size and by address.
+7. ``policies.py`` (37 lines): best fit and first fit.
+8. ``allocator.py`` (240 lines): ``malloc``, ``free`` with coalescing, ``empty_cache``,
    the capacity and its out-of-memory error.
-6. ``trace_replay.py`` (131 lines): replaying a trace under a policy, its states along the way.
+9. ``trace_replay.py`` (131 lines): replaying a trace under a policy, its states along the way.
 
 Extensions (not on the reading path)
 ------------------------------------
 Estimating a step's memory, and the cards it must fit:
 
 - ``estimate.py`` (356 lines): ``estimate()`` and the ``Estimate`` it returns; why measuring three batches is exact.
-- ``estimate_recording.py`` (214 lines): recording a training step's memory events at a small batch size.
+- ``estimate_recording.py`` (204 lines): recording a training step's memory events at a small batch size.
 - ``profiles.py`` (127 lines): eight consumer GPUs (memory, bandwidth, throughput, CUDA context), with sources.
+- ``ground_truth.py`` (68 lines): tracemalloc's and CuPy's pool's peaks, shown beside the tracker's.
 
 The allocator's support:
 
@@ -44,15 +55,18 @@ The allocator's support:
 """
 
 from minigrad.memory.allocator import AllocatorOutOfMemoryError, CachingAllocator
+from minigrad.memory.categories import CATEGORIES
 from minigrad.memory.cupy_allocator import CupyCachingAllocator
 from minigrad.memory.estimate import OPTIMIZERS, Estimate, EstimateError, estimate, format_bytes
 from minigrad.memory.profiles import PROFILES, GPUProfile, get_profile, profiles_table
+from minigrad.memory.timeline import TimelineEvent
 from minigrad.memory.trace_recording import compare_policies_on_training_step, record_trace, record_training_step
 from minigrad.memory.trace_replay import ReplayResult, compare_policies, replay, replay_states
+from minigrad.memory.tracker import Tracker, track
 
 __all__ = [
-    "AllocatorOutOfMemoryError", "CachingAllocator", "CupyCachingAllocator", "Estimate", "EstimateError",
-    "GPUProfile", "OPTIMIZERS", "PROFILES", "ReplayResult", "compare_policies", "compare_policies_on_training_step",
-    "estimate", "format_bytes", "get_profile", "profiles_table", "record_trace", "record_training_step", "replay",
-    "replay_states",
+    "AllocatorOutOfMemoryError", "CATEGORIES", "CachingAllocator", "CupyCachingAllocator", "Estimate", "EstimateError",
+    "GPUProfile", "OPTIMIZERS", "PROFILES", "ReplayResult", "TimelineEvent", "Tracker", "compare_policies",
+    "compare_policies_on_training_step", "estimate", "format_bytes", "get_profile", "profiles_table", "record_trace",
+    "record_training_step", "replay", "replay_states", "track",
 ]

@@ -13,24 +13,14 @@ import copy
 import numpy as np
 
 import minigrad.tensor as mt
+from minigrad.memory.categories import CATEGORIES, category_of
 from minigrad.nn.parameter import BUFFER_TAG, PARAMETER_TAG
 from minigrad.tensor import hooks
 
 __all__ = ["CATEGORIES", "INPUT_TAG", "category_of", "Recorder", "record_steps"]
 
-CATEGORIES = ("parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "other")
 INPUT_TAG = "input"
-
-_CATEGORY_OF_TAG = {
-    "parameter": "parameter", "gradient": "gradient", "optimizer_state": "optimizer_state",
-    "activation": "activation", "output": "activation", "temporary": "temporary", INPUT_TAG: "input",
-}
 _INDEX = {name: i for i, name in enumerate(CATEGORIES)}
-
-
-def category_of(tag: str) -> str:
-    """The memory category of an allocation observer's tag (``"output"`` is an activation, unknown tags "other")."""
-    return _CATEGORY_OF_TAG.get(tag, "other")
 
 
 class Recorder:

@@ -45,6 +45,7 @@ import numpy as np
 
 from minigrad.tensor import Tensor, allocation_tag, enable_grad, no_grad
 from minigrad.tensor.backend import array_module, cpu, transfer
+from minigrad.tensor.hooks import phase, phase_observers
 from minigrad.tensor.tensor import make_tensor
 
 __all__ = ["Optimizer", "required"]
@@ -261,6 +262,14 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        if phase_observers:  # minigrad.memory marks the optimizer phase
+            with phase("optimizer", self):
+                self._update_all()
+        else:
+            self._update_all()
+        return loss
+
+    def _update_all(self) -> None:
         with no_grad():
             for i, group in enumerate(self.param_groups):
                 _check_current_lr(self, i, group.get("lr", 0.0))
@@ -270,7 +279,6 @@ class Optimizer:
                         if state:
                             _follow_parameter(p, state)
                         self._update(p, state, group)
-        return loss
 
     def _update(self, p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
         """Update one parameter ``p`` (whose ``.grad`` is set) in place; subclasses implement it."""

@@ -52,7 +52,7 @@ def input_gradients(node, grad) -> tuple:
     observed = bool(hooks.observers)
     if observed:  # a sum of gradients made by the driver is reported when it is used
         device = node._device or (_passes[-1][1] if _passes else None)
-        hooks.track(grad, hooks.TEMPORARY, device)
+        hooks.track(grad, hooks.TEMPORARY, device, node.op + "_backward")
     input_grads = node.backward(grad) if not node._bf16 else _bf16.backward(node, grad)
     if type(input_grads) is not tuple:
         input_grads = (input_grads,)
@@ -75,7 +75,7 @@ def input_gradients(node, grad) -> tuple:
             )
         if observed:  # a leaf's gradient usually becomes its .grad as is
             tag = hooks.GRADIENT if type(parent) is AccumulateGrad else hooks.TEMPORARY
-            hooks.track(g, tag, device)
+            hooks.track(g, tag, device, node.op + "_backward")
     return input_grads
 
 

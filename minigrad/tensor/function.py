@@ -287,7 +287,7 @@ class Function:
         else:
             result = init_tensor(_new(Tensor), out, device, False, None, version, base)
             if hooks.observers:
-                hooks.track(out, hooks.TEMPORARY, device)
+                hooks.track(out, hooks.TEMPORARY, device, cls.op)
         return result
 
     def explain_error(ctx, exc: Exception, args, kwargs) -> Exception:

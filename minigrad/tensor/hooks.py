@@ -31,9 +31,21 @@ it allocates, or relabel a buffer later with :func:`set_buffer_tag`
 (``nn.Parameter`` does that with ``"parameter"``). A buffer keeps its tag once
 backward has released it (an activation still held by the user stays one).
 
+Each event also names the ``op`` that made the buffer (or, for a "retag",
+the op that saved it for backward; ``"<op>_backward"`` for gradients an op's
+backward produced); ``None`` where no op did (factories, scratch).
+
 When no observer is registered the cost is one truthiness test per new tensor.
 Buffers that existed before the first observer was registered are reported
 the first time a new tensor is made on them.
+
+**Phase observers** (also for ``minigrad.memory``): a callable receiving a
+:class:`PhaseEvent` when a phase of training starts (``"enter"``) or ends
+(``"exit"``): ``"forward"`` around every module call (``owner`` is the
+module; calls nest), ``"backward"`` around ``backward()`` (``owner`` is the
+tensor) and ``"optimizer"`` around ``Optimizer.step`` (``owner`` is the
+optimizer). The callers test ``phase_observers`` first, so the cost with none
+registered is one truthiness test per module call, backward or step.
 
 **The dtype policy** (used by ``minigrad.amp``): a callable
 ``policy(op_name, input_dtypes) -> dtype | None`` consulted whenever an op runs
@@ -57,31 +69,45 @@ __all__ = [
     "allocation_tag", "set_buffer_tag", "buffer_id", "live_buffers",
     "set_dtype_policy", "get_dtype_policy", "dtype_policy",
     "ACTIVATION", "OUTPUT", "TEMPORARY", "GRADIENT", "TENSOR", "live_bytes", "report_temporary", "scratch",
+    "PhaseEvent", "add_phase_observer", "remove_phase_observer", "phase", "enter_phase", "exit_phase",
 ]
 
 ACTIVATION, OUTPUT, TEMPORARY, GRADIENT, TENSOR = "activation", "output", "temporary", "gradient", "tensor"
 
-AllocationEvent = namedtuple("AllocationEvent", "event nbytes buffer_id tag device")
+AllocationEvent = namedtuple("AllocationEvent", "event nbytes buffer_id tag device op", defaults=(None,))
 AllocationEvent.__doc__ = """One allocation event: ``event`` is "alloc", "free" or "retag"; ``nbytes`` the buffer's
-exact size; ``buffer_id`` a number unique to the buffer; ``tag`` its category; ``device`` e.g. "cpu"."""
+exact size; ``buffer_id`` a number unique to the buffer; ``tag`` its category; ``device`` e.g. "cpu";
+``op`` the op that made (or, for "retag", saved) it, None if none."""
+
+PhaseEvent = namedtuple("PhaseEvent", "event phase owner inputs", defaults=((),))
+PhaseEvent.__doc__ = """A phase starts (``event`` "enter") or ends ("exit"): ``phase`` is "forward", "backward" or
+"optimizer"; ``owner`` the module, the tensor backward started from, or the optimizer; ``inputs`` the
+positional arguments of a module call (empty otherwise)."""
+
+_new_tuple = tuple.__new__  # builds an AllocationEvent without the namedtuple's Python-level __new__
+_NOT_ARRAYS = frozenset({int, float, bool, str, type(None), type(Ellipsis), slice})
+_NODE_FIELDS = frozenset({"_saved", "_parents", "output_shape", "output_dtype", "_checks", "_device"})
 
 # The module-level state is read on the hot path by tensor.py and function.py.
 observers: list[Callable[[AllocationEvent], None]] = []
 tag_override: list[str] = []
+phase_observers: list[Callable[[PhaseEvent], None]] = []
 policy: Callable | None = None
 
 _ids = itertools.count(1)
-_live: dict[int, list] = {}  # id(root array) -> [buffer_id, nbytes, tag, device]
+_live: dict[int, list] = {}  # id(root array) -> [buffer_id, nbytes, tag, device, op, weak reference]
 
 
 class RemovableHandle:
     """Returned by :func:`add_allocation_observer`; ``handle.remove()`` unregisters (also a context manager)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, registry: list | None = None):
         self.fn = fn
+        self.registry = observers if registry is None else registry
 
     def remove(self) -> None:
-        remove_allocation_observer(self.fn)
+        if self.fn in self.registry:
+            self.registry.remove(self.fn)
 
     def __enter__(self):
         return self
@@ -105,6 +131,42 @@ def remove_allocation_observer(fn) -> None:
         pass
 
 
+def add_phase_observer(fn: Callable[[PhaseEvent], None]) -> RemovableHandle:
+    """Call ``fn(event)`` whenever a forward (module call), backward or optimizer step starts or ends."""
+    if not callable(fn):
+        raise TypeError(f"add_phase_observer: expected a callable taking a PhaseEvent, got {fn!r}")
+    phase_observers.append(fn)
+    return RemovableHandle(fn, phase_observers)
+
+
+def remove_phase_observer(fn) -> None:
+    if fn in phase_observers:
+        phase_observers.remove(fn)
+
+
+def enter_phase(name: str, owner=None, inputs: tuple = ()) -> None:
+    """Tell the phase observers that phase ``name`` of ``owner`` starts (pair it with :func:`exit_phase`)."""
+    event = _new_tuple(PhaseEvent, ("enter", name, owner, inputs))
+    for fn in tuple(phase_observers):
+        fn(event)
+
+
+def exit_phase(name: str, owner=None) -> None:
+    event = _new_tuple(PhaseEvent, ("exit", name, owner, ()))
+    for fn in tuple(phase_observers):
+        fn(event)
+
+
+@contextmanager
+def phase(name: str, owner=None, inputs: tuple = ()):
+    """Report the block as phase ``name`` of ``owner`` to the phase observers (callers test ``phase_observers``)."""
+    enter_phase(name, owner, inputs)
+    try:
+        yield
+    finally:
+        exit_phase(name, owner)
+
+
 @contextmanager
 def allocation_tag(tag: str):
     """Label every buffer allocated inside the block with ``tag`` (e.g. ``"optimizer_state"``)."""
@@ -115,8 +177,11 @@ def allocation_tag(tag: str):
         tag_override.pop()
 
 
-def _emit(event: str, record: list) -> None:
-    ev = AllocationEvent(event, record[1], record[0], record[2], record[3])
+def _emit(event: str, record: list, op: str | None = None) -> None:
+    ev = _new_tuple(AllocationEvent, (event, record[1], record[0], record[2], record[3], op or record[4]))
+    if len(observers) == 1:
+        observers[0](ev)
+        return
     for fn in tuple(observers):
         fn(ev)
 
@@ -136,33 +201,44 @@ def _root(array):
     return array
 
 
+class _BufferRef(weakref.ref):
+    """A weak reference to a root array that reports the buffer freed when the array goes (kept in its record)."""
+
+    __slots__ = ("key",)
+
+
+def _dead(ref: _BufferRef) -> None:
+    _freed(ref.key)
+
+
 def _freed(key: int) -> None:
     record = _live.pop(key, None)
     if record is not None:
         _emit("free", record)
 
 
-def track(array, tag: str, device) -> None:
-    """Report ``array``'s buffer as allocated unless it is already known (called by Tensor creation)."""
-    root = _root(array)
+def track(array, tag: str, device, op: str | None = None) -> None:
+    """Report ``array``'s buffer as allocated (by ``op``) unless it is already known (called by Tensor creation)."""
+    root = array if array.base is None else _root(array)
     key = id(root)
     if key in _live:
         return
     try:
-        weakref.finalize(root, _freed, key)
+        ref = _BufferRef(root, _dead)  # cheaper than weakref.finalize; the record keeps it alive
     except TypeError:  # a NumPy scalar (what arithmetic on 0-d arrays returns) holds its value inline: no buffer
         return
-    record = [next(_ids), int(root.nbytes), tag_override[-1] if tag_override else tag, str(device)]
+    ref.key = key
+    record = [next(_ids), int(root.nbytes), tag_override[-1] if tag_override else tag, str(device), op, ref]
     _live[key] = record
     _emit("alloc", record)
 
 
-def retag(array, tag: str, only_from: tuple[str, ...] | None = None) -> None:
+def retag(array, tag: str, only_from: tuple[str, ...] | None = None, op: str | None = None) -> None:
     """Relabel ``array``'s (known) buffer with ``tag``, if its tag is one of ``only_from`` (any, if None)."""
     record = _live.get(id(_root(array)))
     if record is not None and record[2] != tag and (only_from is None or record[2] in only_from):
         record[2] = tag
-        _emit("retag", record)
+        _emit("retag", record, op)
 
 
 def _is_buffer(value) -> bool:
@@ -177,21 +253,32 @@ def track_node(ctx, out, device) -> None:
     otherwise an ``"output"``. An ``"output"`` buffer that this node saves
     becomes an activation.
     """
-    kept = [a for a in ctx._saved if _is_buffer(a)] if ctx._saved else []
-    for value in vars(ctx).values():
-        if type(value) in (tuple, list):
-            kept.extend(v for v in value if _is_buffer(v))
-        elif _is_buffer(value):
+    kept = list(ctx._saved) if ctx._saved else []
+    for name, value in vars(ctx).items():
+        if name in _NODE_FIELDS:  # what apply() itself stores on a node holds no arrays of the op's
+            continue
+        kind = type(value)
+        if kind in _NOT_ARRAYS:
+            continue
+        if kind is tuple or kind is list:
+            kept.extend(v for v in value if type(v) not in _NOT_ARRAYS)
+        else:
             kept.append(value)
+    op = ctx.op
     saved_roots = set()
     for array in kept:
-        root = _root(array)
-        saved_roots.add(id(root))
-        if id(root) in _live:
-            retag(root, ACTIVATION, (OUTPUT, TEMPORARY))
-        else:
-            track(root, ACTIVATION, device)
-    track(out, ACTIVATION if id(_root(out)) in saved_roots else OUTPUT, device)
+        if not _is_buffer(array):
+            continue
+        root = array if array.base is None else _root(array)
+        key = id(root)
+        saved_roots.add(key)
+        record = _live.get(key)
+        if record is None:
+            track(root, ACTIVATION, device, op)
+        elif record[2] == OUTPUT or record[2] == TEMPORARY:
+            record[2] = ACTIVATION
+            _emit("retag", record, op)
+    track(out, ACTIVATION if id(_root(out)) in saved_roots else OUTPUT, device, op)
 
 
 def report_temporary(array, device=None):
@@ -211,25 +298,30 @@ def _device_of(array) -> str:
     return "cpu" if module == "numpy" else module
 
 
-@contextmanager
-def scratch(nbytes: int, device="cpu"):
-    """Report ``nbytes`` of scratch memory as allocated for the length of the block (tag ``"temporary"``).
+class scratch:
+    """``with scratch(nbytes, device):`` reports ``nbytes`` of scratch memory as allocated for the block (tag ``"temporary"``).
 
     For code whose arrays the library cannot report one by one (an update
     kernel's whole-array arithmetic): it declares its peak instead. Costs
     nothing when nobody observes.
     """
-    if not observers:
-        yield
-        return
-    record = [next(_ids), int(nbytes), tag_override[-1] if tag_override else TEMPORARY, str(device)]
-    key = -record[0]  # never the id() of an array
-    _live[key] = record
-    _emit("alloc", record)
-    try:
-        yield
-    finally:
-        _freed(key)
+
+    __slots__ = ("nbytes", "device", "key")
+
+    def __init__(self, nbytes: int, device="cpu") -> None:
+        self.nbytes, self.device, self.key = nbytes, device, None
+
+    def __enter__(self) -> None:
+        if observers:
+            record = [next(_ids), int(self.nbytes), tag_override[-1] if tag_override else TEMPORARY, str(self.device), None]
+            self.key = -record[0]  # never the id() of an array
+            _live[self.key] = record
+            _emit("alloc", record)
+
+    def __exit__(self, *exc) -> None:
+        if self.key is not None:
+            _freed(self.key)
+            self.key = None
 
 
 def live_bytes() -> int:
