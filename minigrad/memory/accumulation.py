@@ -15,18 +15,21 @@ later one, whose memory does not depend on how many follow. So one estimate
 without accumulation and one with ``accumulation_steps=2`` give the peak at
 every micro-batch size and every number of steps, by ``Estimate.at`` (no new
 measurement). ``measure_accumulated_peak`` runs real steps through
-``GradientAccumulator`` under an allocation observer, to check the figures.
+``GradientAccumulator`` under the tracker, to check the figures.
 """
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, replace
 
 import minigrad.tensor as mt
 from minigrad import nn
 from minigrad.memory.estimate import OPTIMIZERS, Estimate, estimate
 from minigrad.memory.profiles import get_profile
+from minigrad.memory.tracker import track
 from minigrad.optim import GradientAccumulator
+from minigrad.tensor import hooks
 
 __all__ = ["AccumulationPoint", "accumulation_estimates", "estimate_at", "peak_by_micro_batch", "fewest_steps_that_fit",
            "measure_accumulated_peak"]
@@ -101,55 +104,45 @@ def fewest_steps_that_fit(points, profile) -> AccumulationPoint | None:
     return min(fitting, key=lambda p: p.steps) if fitting else None
 
 
-class _PeakLedger:
-    """Running total of the buffers seen allocated since it started, and its peak."""
-
-    def __init__(self):
-        self.sizes: dict[int, int] = {}
-        self.total = self.peak = 0
-
-    def __call__(self, event):
-        if event.event == "alloc":
-            self.sizes[event.buffer_id] = event.nbytes
-            self.total += event.nbytes
-            self.peak = max(self.peak, self.total)
-        elif event.event == "free" and event.buffer_id in self.sizes:
-            self.total -= self.sizes.pop(event.buffer_id)
-
-
 def measure_accumulated_peak(build_model, input_shape, micro_batch: int, steps: int, optimizer="adam",
                              dtype=None, updates: int = 2, seed: int = 0) -> int:
     """Peak bytes of ``updates`` real updates of ``steps`` micro-batches each, through ``GradientAccumulator``.
 
-    ``build_model()`` makes a fresh model (its parameters are counted; what
-    building allocates and drops is not). The batches are random inputs of
-    ``input_shape`` with random class targets; the loop holds the previous
-    batch while it makes the next, as a data loader does. Two updates, so
-    that the second one has the optimizer's state. With ``steps=1`` the
-    optimizer steps directly, as ``fit`` does. The global random state is left alone.
+    Measured by :func:`minigrad.memory.track` from the moment the model and
+    its optimizer exist: ``build_model()`` makes a fresh model (its
+    parameters are counted; what building allocates and drops is not, nor
+    buffers alive before). The batches are random inputs of ``input_shape``
+    with random class targets; the loop holds the previous batch while it
+    makes the next, as a data loader does. Two updates, so that the second
+    one has the optimizer's state. With ``steps=1`` the optimizer steps
+    directly, as ``fit`` does. The global random state is left alone.
     """
     make_optimizer = OPTIMIZERS[optimizer] if isinstance(optimizer, str) else optimizer
-    ledger = _PeakLedger()
-    with mt.fork_rng(), mt.add_allocation_observer(ledger):
+    gc.collect()  # garbage from earlier work must not be freed, and counted, during the measurement
+    alive_before = set(hooks.live_buffers())
+    with mt.fork_rng():
         mt.manual_seed(seed)
         model = build_model()
         if dtype is not None:
             model.to(dtype)
-        ledger.peak = ledger.total
         x_dtype = next(p.dtype for p in model.parameters())
-        accumulator = GradientAccumulator(make_optimizer(list(model.parameters())), steps)
-        accumulator.optimizer.zero_grad()
+        optimizer = make_optimizer(list(model.parameters()))
+        accumulator = GradientAccumulator(optimizer, steps)
         loss_fn = nn.CrossEntropyLoss()
-        x = y = None
-        for _ in range(updates * steps):
-            x, y = mt.randn(micro_batch, *input_shape, dtype=x_dtype), mt.randint(0, 10, (micro_batch,))
-            logits = model(x)
-            loss = loss_fn(logits, y)
-            if steps == 1:  # as fit() does: no 1/steps scaling, so no scaled-loss scalar
-                loss.backward()
-                accumulator.optimizer.step()
-                accumulator.optimizer.zero_grad()
-            else:
-                accumulator.backward(loss)
-            del logits, loss
-    return ledger.peak
+        foreign = sum(nbytes for buffer, (nbytes, _, _) in hooks.live_buffers().items() if buffer in alive_before)
+        with track(model, optimizer, tracemalloc=False, timeline=False) as memory:
+            optimizer.zero_grad()
+            x = y = None
+            for _ in range(updates * steps):
+                x, y = mt.randn(micro_batch, *input_shape, dtype=x_dtype), mt.randint(0, 10, (micro_batch,))
+                logits = model(x)
+                loss = loss_fn(logits, y)
+                if steps == 1:  # as fit() does: no 1/steps scaling, so no scaled-loss scalar
+                    loss.backward()
+                    optimizer.step()
+                    optimizer.zero_grad()
+                else:
+                    accumulator.backward(loss)
+                del logits, loss
+            del x, y
+    return memory.peak - foreign  # what was alive before the model (and a tracker counts from its start) is no part

@@ -84,3 +84,11 @@ def test_the_figure_renders_a_bar_per_micro_batch_and_the_capacity_line():
     assert figure_png(figure)[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="no points"):
         plot_peak_by_micro_batch([])
+
+
+def test_buffers_alive_before_the_measurement_are_no_part_of_it():
+    expected = peak_by_micro_batch(mnist_mlp(), SHAPE, 64, optimizer="sgd", micro_batches=[32])[0].peak
+    with mt.add_allocation_observer(lambda event: None):
+        held = mt.randn(1000, 1000)  # reported, and alive throughout
+        assert measure_accumulated_peak(mnist_mlp, SHAPE, 32, 2, "sgd") == expected
+        del held
