@@ -1,4 +1,4 @@
-"""The ``minigrad`` command: grade exercises, (re)build exercise files, train the MNIST recipes."""
+"""The ``minigrad`` command: grade exercises, (re)build exercise files, train the MNIST recipes, size their memory."""
 
 from __future__ import annotations
 
@@ -75,6 +75,111 @@ def _train(args) -> int:
     return 0
 
 
+# The names the memory subcommand accepts, kept here so that building the parser imports no stage
+# (tests/test_cli_memory.py checks them against the recipes, minigrad.memory's optimizers and the float dtypes).
+MEMORY_MODELS = ("mnist-mlp", "mnist-cnn")
+MEMORY_OPTIMIZERS = ("adam", "sgd", "sgd-momentum", "adamw", "rmsprop")
+MEMORY_DTYPES = ("float32", "float16", "bfloat16", "float64")
+MEMORY_EXIT_CODES = """exit status of `minigrad memory estimate`: 0 the step fits the --gpu card (or no --gpu was
+given), 1 it does not fit, 2 bad arguments"""
+
+
+def _memory_devices(args) -> int:
+    from minigrad.memory.profiles import profiles_table
+
+    print(profiles_table())
+    return 0
+
+
+def _memory_estimate(args) -> int:
+    from dataclasses import replace
+
+    from minigrad.memory.estimate import estimate
+    from minigrad.memory.profiles import PROFILES
+    from minigrad.training.recipes import RECIPES
+
+    model = RECIPES[args.model].build()
+    result = estimate(model, (1, 28, 28), args.batch, optimizer=args.optimizer, dtype=args.dtype,
+                      accumulation_steps=args.accumulation)
+    print(replace(result, model_name=args.model))
+    if args.accumulation > 1:
+        print(f"  effective batch: {args.batch} x {args.accumulation} = {args.batch * args.accumulation}")
+    print()
+    if args.gpu is None:
+        for profile in PROFILES.values():
+            print(result.fit_report(profile))
+        return 0
+    print(result.fit_report(args.gpu))
+    if result.fits(args.gpu):
+        return 0
+    print(_memory_fix(model, args))
+    return 1
+
+
+def _memory_fix(model, args) -> str:
+    """What to change so that the step fits ``args.gpu``: accumulation at the same effective batch."""
+    from minigrad.memory.accumulation import fewest_steps_that_fit, peak_by_micro_batch
+    from minigrad.memory.estimate import format_bytes
+
+    effective = args.batch * args.accumulation
+    points = peak_by_micro_batch(model, (1, 28, 28), effective, optimizer=args.optimizer, dtype=args.dtype)
+    best = fewest_steps_that_fit(points, args.gpu)
+    if best is None:
+        smaller = " or --dtype float16" if args.dtype in ("float32", "float64") else ""
+        return ("does not fit even in micro-batches of one example: choose a card with more memory "
+                f"(`minigrad memory devices`){smaller}")
+    return (f"does not fit: keep the effective batch {effective} with gradient accumulation, "
+            f"--batch {best.micro_batch} --accumulation {best.steps} (peak {format_bytes(best.peak)}), "
+            f"or use a smaller batch")
+
+
+def _choice(kind: str, names):
+    """An argparse type: one of ``names``; the error lists them all."""
+    names = list(names)
+
+    def parse(text: str) -> str:
+        if text not in names:
+            raise argparse.ArgumentTypeError(f"unknown {kind} {text!r}; choose one of {', '.join(names)}")
+        return text
+
+    return parse
+
+
+def _gpu(text: str):
+    from minigrad.memory.profiles import get_profile
+
+    try:
+        return get_profile(text)
+    except ValueError as err:
+        known = str(err).removeprefix("get_profile: ").split(" (or build")[0]
+        raise argparse.ArgumentTypeError(f"{known} (`minigrad memory devices` lists them)") from None
+
+
+def _add_memory_parser(sub) -> None:
+    m = sub.add_parser("memory", help="GPU profiles and the memory of a training step",
+                       description="Simulated consumer GPUs and the memory a training step needs on them.")
+    actions = m.add_subparsers(dest="action", required=True)
+    d = actions.add_parser("devices", help="the table of GPU profiles (memory, bandwidth, throughput, CUDA context)")
+    d.set_defaults(run=_memory_devices)
+    e = actions.add_parser(
+        "estimate", help="memory of one training step of a recipe, and whether it fits a GPU",
+        description="The memory of one training step (parameters, gradients, optimizer state, inputs, "
+                    "activations, peak), measured at three small batches and extrapolated exactly.",
+        epilog=MEMORY_EXIT_CODES)
+    e.add_argument("model", type=_choice("model", MEMORY_MODELS), metavar="MODEL",
+                   help=f"one of {', '.join(MEMORY_MODELS)}")
+    e.add_argument("--batch", type=_at_least(1), required=True,
+                   help="batch size (of each micro-batch with --accumulation)")
+    e.add_argument("--gpu", type=_gpu, help="a profile from `minigrad memory devices` (default: report every profile)")
+    e.add_argument("--dtype", type=_choice("dtype", MEMORY_DTYPES), default="float32",
+                   help=f"one of {', '.join(MEMORY_DTYPES)} (default float32)")
+    e.add_argument("--optimizer", type=_choice("optimizer", MEMORY_OPTIMIZERS), default="adam",
+                   help=f"one of {', '.join(MEMORY_OPTIMIZERS)} (default adam)")
+    e.add_argument("--accumulation", type=_at_least(1), default=1, metavar="N",
+                   help="micro-batches of --batch per optimizer step (gradient accumulation; default 1)")
+    e.set_defaults(run=_memory_estimate)
+
+
 _RECIPE_DEFAULT = "; leave the option out to use the recipe's value"
 
 
@@ -139,6 +244,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--device", default="cpu", help="where to train: cpu (default) or cuda (needs CuPy and an NVIDIA GPU)")
     t.set_defaults(run=_train)
+
+    _add_memory_parser(sub)
     return p
 
 
