@@ -44,6 +44,7 @@ Estimating a step's memory, and the cards it must fit:
 - ``estimate.py`` (356 lines): ``estimate()`` and the ``Estimate`` it returns; why measuring three batches is exact.
 - ``estimate_recording.py`` (204 lines): recording a training step's memory events at a small batch size.
 - ``profiles.py`` (127 lines): eight consumer GPUs (memory, bandwidth, throughput, CUDA context), with sources.
+- ``accumulation.py`` (148 lines): peak against micro-batch size at one effective batch (gradient accumulation).
 - ``ground_truth.py`` (68 lines): tracemalloc's and CuPy's pool's peaks, shown beside the tracker's.
 
 A consumer card's budget, enforced:
@@ -59,6 +60,10 @@ The allocator's support:
 - ``cupy_allocator.py`` (60 lines): the allocator serving CuPy's arrays on a GPU.
 """
 
+from minigrad.memory.accumulation import (
+    AccumulationPoint, accumulation_estimates, estimate_at, fewest_steps_that_fit, measure_accumulated_peak,
+    peak_by_micro_batch,
+)
 from minigrad.memory.allocator import AllocatorOutOfMemoryError, CachingAllocator
 from minigrad.memory.categories import CATEGORIES
 from minigrad.memory.cupy_allocator import CupyCachingAllocator
@@ -72,6 +77,8 @@ from minigrad.memory.trace_replay import ReplayResult, compare_policies, replay,
 from minigrad.memory.tracker import Tracker, track
 
 __all__ = [
+    "AccumulationPoint", "accumulation_estimates", "estimate_at", "fewest_steps_that_fit", "measure_accumulated_peak",
+    "peak_by_micro_batch",
     "AllocatorOutOfMemoryError", "CATEGORIES", "CachingAllocator", "CupyCachingAllocator", "Estimate", "EstimateError",
     "GPUProfile", "OOMReport", "OPTIMIZERS", "OutOfMemoryError", "PROFILES", "ReplayResult", "SimulatedGPU",
     "TimelineEvent", "Tracker", "compare_policies", "compare_policies_on_training_step", "estimate", "format_bytes",
