@@ -9,10 +9,16 @@ and the run ends with one line saying what to set; every other test still runs.
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 
 import pytest
+
+# The notebooks' kernels are new processes: one BLAS thread each, as the committed outputs were made, so that a
+# core busy with other work cannot make BLAS threads wait on each other (tens of times slower on 2 cores).
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
 NEEDS_KEY = "minigrad"
 SKIPPED_NOTEBOOKS = pytest.StashKey[dict]()  # notebook name -> reason, for the closing line

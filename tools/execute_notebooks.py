@@ -9,6 +9,7 @@ working directory (as JupyterLab and nbval do) and prints how long it took.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -17,6 +18,9 @@ import nbformat
 from nbclient import NotebookClient
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
+
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # as nbval runs them (chapters/conftest.py)
+    os.environ.setdefault(_variable, "1")
 
 
 def execute(path: Path, timeout: int = 600) -> float:
