@@ -13,11 +13,16 @@ layer), run on a batch of ``batch`` rows with elements of ``itemsize`` bytes:
 - ``optimizer_state``: per parameter, as many copies as the optimizer keeps
   (:data:`STATE_COPIES`: plain SGD none, SGD with momentum one buffer, Adam
   two moments - so parameters, gradients and Adam's state are 4x the model);
-- ``activation``: what the forward pass saves for backward: each Linear its
-  input (``batch x n_in``), each ReLU its output (``batch x n_out``).
+- ``input``: the batch (``batch x n0``), which the first Linear keeps for
+  its weight's gradient;
+- ``activation``: the other buffers the forward pass keeps for backward.
+  Each ReLU keeps its output (``batch x n_out``) to know where it let the
+  gradient through, and the next Linear keeps *the same buffer* as its
+  input: one buffer, counted once. The Linear's own output is not kept
+  (the ReLU needs only what it produced).
 
-The numbers are exact element counts times ``itemsize``; ``estimate()``
-measures the same categories on a real step.
+The numbers are exact element counts times ``itemsize``; ``track()``
+measures the same categories on a real step (chapter 08 puts them side by side).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ STATE_COPIES = {"sgd": 0, "sgd-momentum": 1, "adam": 2}
 
 
 def mlp_step_bytes(sizes, batch: int, optimizer: str = "adam", itemsize: int = 4) -> dict[str, int]:
-    """Bytes of ``parameter``, ``gradient``, ``optimizer_state`` and ``activation`` for one training step.
+    """Bytes of ``parameter``, ``gradient``, ``optimizer_state``, ``input`` and ``activation`` in one training step.
 
     ``sizes``: the layer widths, input first (at least two); ``optimizer``: a key of :data:`STATE_COPIES`.
     """
@@ -35,16 +40,13 @@ def mlp_step_bytes(sizes, batch: int, optimizer: str = "adam", itemsize: int = 4
     if optimizer not in STATE_COPIES:
         raise ValueError(f"mlp_step_bytes: unknown optimizer {optimizer!r}; choose one of {sorted(STATE_COPIES)}")
     parameters = 0
-    activations = 0
-    last = len(sizes) - 2
-    for layer, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
         parameters += n_in * n_out + n_out
-        activations += batch * n_in
-        if layer < last:
-            activations += batch * n_out
+    hidden = sum(sizes[1:-1])
     return {
         "parameter": parameters * itemsize,
         "gradient": parameters * itemsize,
         "optimizer_state": STATE_COPIES[optimizer] * parameters * itemsize,
-        "activation": activations * itemsize,
+        "input": batch * sizes[0] * itemsize,
+        "activation": batch * hidden * itemsize,
     }

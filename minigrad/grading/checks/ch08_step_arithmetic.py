@@ -11,16 +11,15 @@ from minigrad.grading.checks._kernels import np_generator
 from minigrad.grading.probing import exercise
 
 STATE_COPIES = {"sgd": 0, "sgd-momentum": 1, "adam": 2}
-CATEGORIES = ("parameter", "gradient", "optimizer_state", "activation")
+CATEGORIES = ("parameter", "gradient", "optimizer_state", "input", "activation")
 
 
 def _expected(sizes, batch, optimizer, itemsize) -> dict[str, int]:
     weights = [sizes[i] * sizes[i + 1] + sizes[i + 1] for i in range(len(sizes) - 1)]
-    linear_inputs = [batch * width for width in sizes[:-1]]
-    relu_outputs = [batch * width for width in sizes[1:-1]]
+    relu_outputs = [batch * width for width in sizes[1:-1]]  # each is also the next Linear's input: one buffer
     params = sum(weights) * itemsize
     return {"parameter": params, "gradient": params, "optimizer_state": STATE_COPIES[optimizer] * params,
-            "activation": (sum(linear_inputs) + sum(relu_outputs)) * itemsize}
+            "input": batch * sizes[0] * itemsize, "activation": sum(relu_outputs) * itemsize}
 
 
 def _check(learner, sizes, batch, optimizer, itemsize) -> None:
