@@ -8,7 +8,9 @@ from minigrad import nn, optim
 from minigrad.memory import track
 from minigrad.memory.timeline import TimelineEvent
 from minigrad.viz.figure_display import figure_png
-from minigrad.viz.memory_timeline import MemoryTimeline, describe_event, phase_spans, plot_memory_timeline, timeline_bands
+from minigrad.viz.memory_timeline import (
+    MemoryTimeline, describe_event, phase_spans, plot_memory_timeline, timeline_bands,
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +60,10 @@ def test_the_step_has_its_three_phases_in_order(tracker):
 
 
 def test_phase_spans_split_runs_and_skip_unmarked_events():
-    events = [_event(0, None, "alloc", "input", 512, 512), _event(1, "eval:forward", "alloc", "activation", 512, 1024),
-              _event(2, "eval:forward", "free", "activation", -512, 512), _event(3, "forward", "alloc", "activation", 512, 1024)]
+    events = [_event(0, None, "alloc", "input", 512, 512),
+              _event(1, "eval:forward", "alloc", "activation", 512, 1024),
+              _event(2, "eval:forward", "free", "activation", -512, 512),
+              _event(3, "forward", "alloc", "activation", 512, 1024)]
     assert phase_spans(events) == [("eval:forward", 1, 3), ("forward", 3, 4)]
 
 

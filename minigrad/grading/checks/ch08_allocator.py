@@ -43,7 +43,7 @@ def _run(module, policy: str, ops) -> list[dict]:
 
 @probe
 def run_allocator(submission, state, policy, ops):
-    """The learner's allocator's state after each of ``ops`` (``("malloc", nbytes)``, ``("free", k)``: the k-th malloc)."""
+    """The learner's allocator's state after each of ``ops``: ``("malloc", nbytes)``, ``("free", k)`` (k-th malloc)."""
     return _run(submission, policy, ops)
 
 
@@ -90,7 +90,8 @@ def test_split_a_new_small_segment(learner, rng):
 def test_split_a_new_large_segment(learner, rng):
     gen = np_generator(rng)
     for policy in POLICIES:
-        _compare(learner, policy, [("malloc", _large(gen)) for _ in range(3)], "large requests carved from a 20 MiB segment")
+        ops = [("malloc", _large(gen)) for _ in range(3)]
+        _compare(learner, policy, ops, "large requests carved from a 20 MiB segment")
 
 
 @exercise("8.3")

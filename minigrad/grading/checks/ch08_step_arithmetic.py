@@ -1,4 +1,4 @@
-"""Graded checks for chapter 08, exercise 8.2 (a Linear + ReLU MLP's step memory by category): ``exercises/08_step_arithmetic.py``.
+"""Graded checks for chapter 08, exercise 8.2 (an MLP's step memory by category): ``exercises/08_step_arithmetic.py``.
 
 The learner's ``mlp_step_bytes`` runs in the child on widths, batch sizes,
 optimizers and element sizes drawn here; every category is compared here
