@@ -24,18 +24,20 @@ recorded training step.
 
 Reading order
 -------------
-Tracking, then the allocator from the rules up (1,018 lines in all):
+Tracking, then the allocator from the rules up (1,112 lines in all):
 
 1. ``categories.py`` (40 lines): the seven memory categories and which allocation tag falls into which.
-2. ``tracker.py`` (344 lines): ``track()``: bytes by category, the peak split, phases, bytes saved per module.
-3. ``timeline.py`` (53 lines): the timeline's rows and their running totals per category.
-4. ``sizes.py`` (64 lines): rounding, the two pools, segment sizes, when to split.
-5. ``blocks.py`` (69 lines): segments and the blocks that tile them.
-6. ``pools.py`` (40 lines): a pool's free blocks, sorted by size and by address.
-7. ``policies.py`` (37 lines): best fit and first fit.
-8. ``allocator.py`` (240 lines): ``malloc``, ``free`` with coalescing, ``empty_cache``,
-   the capacity and its out-of-memory error.
-9. ``trace_replay.py`` (131 lines): replaying a trace under a policy, its states along the way.
+2. ``storage.py`` (39 lines): the bytes a set of tensors holds, each buffer once (exercise 8.1).
+3. ``step_arithmetic.py`` (50 lines): a Linear + ReLU MLP's step memory by category, from shapes (exercise 8.2).
+4. ``tracker.py`` (344 lines): ``track()``: bytes by category, the peak split, phases, bytes saved per module.
+5. ``timeline.py`` (53 lines): the timeline's rows and their running totals per category.
+6. ``sizes.py`` (64 lines): rounding, the two pools, segment sizes, when to split.
+7. ``blocks.py`` (69 lines): segments and the blocks that tile them.
+8. ``pools.py`` (40 lines): a pool's free blocks, sorted by size and by address.
+9. ``policies.py`` (37 lines): best fit and first fit.
+10. ``allocator.py`` (245 lines): ``malloc``, ``free`` with coalescing (exercises 8.3 split, 8.4 coalesce),
+    ``empty_cache``, the capacity and its out-of-memory error.
+11. ``trace_replay.py`` (131 lines): replaying a trace under a policy, its states along the way.
 
 Extensions (not on the reading path)
 ------------------------------------

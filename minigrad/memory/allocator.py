@@ -96,17 +96,20 @@ class CachingAllocator:
     def _split(self, block: Block, size: int, pool: Pool) -> None:
         """Cut ``block`` to ``size`` bytes; the rest becomes a free block right after it, in ``pool``."""
         was_split = block.is_split()
-        remainder = Block(block.address + size, block.size - size, block.segment)
+        remainder_size = block.size - size
+        ### BEGIN SOLUTION 8.3 | make a free block of the rest right after this one, link the neighbours both ways, shrink the block, put the rest in the pool
+        remainder = Block(block.address + size, remainder_size, block.segment)
         remainder.prev, remainder.next = block, block.next
         if block.next is not None:
             block.next.prev = remainder
         block.next = remainder
         block.size = size
         pool.add(remainder)
+        ### END SOLUTION
         if was_split:  # an inactive split block shrinks by the part handed out
             self.stats.change("inactive_split_bytes", pool.name, -size)
         else:  # a whole segment's block is cut: its remainder is a new inactive split block
-            self.stats.change("inactive_split_bytes", pool.name, remainder.size)
+            self.stats.change("inactive_split_bytes", pool.name, remainder_size)
             self.stats.change("inactive_split", pool.name, 1)
 
     def _new_segment(self, nbytes: int, size: int, pool: str) -> Segment:
@@ -161,6 +164,7 @@ class CachingAllocator:
         pool.remove(neighbour)
         self.stats.change("inactive_split_bytes", pool.name, -neighbour.size)  # a free neighbour is always split
         self.stats.change("inactive_split", pool.name, -1)
+        ### BEGIN SOLUTION 8.4 | the block takes over the neighbour's bytes: from a neighbour before it, its start too; relink the blocks beyond the neighbour (and the segment's first block)
         if neighbour is block.prev:
             block.address = neighbour.address
             block.prev = neighbour.prev
@@ -173,6 +177,7 @@ class CachingAllocator:
             if block.next is not None:
                 block.next.prev = block
         block.size += neighbour.size
+        ### END SOLUTION
 
     # ------------------------------------------------------------------ cache
 
