@@ -24,12 +24,12 @@ recorded training step.
 
 Reading order
 -------------
-Tracking, then the allocator from the rules up (1,112 lines in all):
+Tracking, then the allocator from the rules up (1,103 lines in all):
 
 1. ``categories.py`` (40 lines): the seven memory categories and which allocation tag falls into which.
 2. ``storage.py`` (39 lines): the bytes a set of tensors holds, each buffer once (exercise 8.1).
 3. ``step_arithmetic.py`` (50 lines): a Linear + ReLU MLP's step memory by category, from shapes (exercise 8.2).
-4. ``tracker.py`` (344 lines): ``track()``: bytes by category, the peak split, phases, bytes saved per module.
+4. ``tracker.py`` (335 lines): ``track()``: bytes by category, the peak split, phases, bytes saved per module.
 5. ``timeline.py`` (53 lines): the timeline's rows and their running totals per category.
 6. ``sizes.py`` (64 lines): rounding, the two pools, segment sizes, when to split.
 7. ``blocks.py`` (69 lines): segments and the blocks that tile them.
@@ -47,11 +47,12 @@ Estimating a step's memory, and the cards it must fit:
 - ``estimate_recording.py`` (204 lines): recording a training step's memory events at a small batch size.
 - ``profiles.py`` (127 lines): eight consumer GPUs (memory, bandwidth, throughput, CUDA context), with sources.
 - ``accumulation.py`` (148 lines): peak against micro-batch size at one effective batch (gradient accumulation).
+- ``owned.py`` (36 lines): the tensors a model or optimizer owns, with the tag each is counted under.
 - ``ground_truth.py`` (68 lines): tracemalloc's and CuPy's pool's peaks, shown beside the tracker's.
 
 A consumer card's budget, enforced:
 
-- ``simulated_gpu.py`` (248 lines): ``simulated_gpu("gtx1050")``: a card's usable memory enforced through the caching allocator on every buffer.
+- ``simulated_gpu.py`` (239 lines): ``simulated_gpu("gtx1050")``: a card's usable memory enforced through the caching allocator on every buffer.
 - ``oom_report.py`` (123 lines): ``OutOfMemoryError`` and its report: categories, fragmentation, largest tensors, ranked savings.
 
 The allocator's support:

@@ -47,6 +47,7 @@ import traceback
 from minigrad.memory.allocator import AllocatorOutOfMemoryError, CachingAllocator
 from minigrad.memory.categories import CATEGORIES, category_of
 from minigrad.memory.oom_report import OOMReport, OutOfMemoryError
+from minigrad.memory.owned import module_tensors, optimizer_tensors
 from minigrad.memory.profiles import get_profile
 from minigrad.tensor import hooks
 
@@ -199,22 +200,12 @@ class SimulatedGPU:
             hooks.set_buffer_tag(tensor, tag)  # reported now: the guard admits it (or refuses: OutOfMemoryError)
 
     def _register_module(self, module) -> None:
-        if not hasattr(module, "parameters"):
-            return
-        for p in module.parameters():
-            self._register(p, "parameter")
-            self._register(p.grad, "gradient")
-        for b in module.buffers():
-            self._register(b, "buffer")
+        for tensor, tag in module_tensors(module):
+            self._register(tensor, tag)
 
     def _register_optimizer(self, optimizer) -> None:
-        for group in getattr(optimizer, "param_groups", ()):
-            for p in group["params"]:
-                self._register(p, "parameter")
-                self._register(p.grad, "gradient")
-                for value in optimizer.state.get(p, {}).values():
-                    if hasattr(value, "_data"):
-                        self._register(value, "optimizer_state")
+        for tensor, tag in optimizer_tensors(optimizer):
+            self._register(tensor, tag)
 
     # ------------------------------------------------------------------ figures
 

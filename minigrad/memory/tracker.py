@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from minigrad.memory.categories import ACTIVATION, CATEGORIES, CATEGORY_OF_TAG, OTHER, category_of
 from minigrad.memory.ground_truth import CupyPoolProbe, TracemallocProbe
+from minigrad.memory.owned import module_tensors, optimizer_tensors
 from minigrad.memory.timeline import TimelineEvent, format_timeline
 from minigrad.tensor import hooks
 
@@ -278,22 +279,12 @@ class Tracker:
                 self._registering = False
 
     def _register_module(self, module) -> None:
-        if not hasattr(module, "parameters"):
-            return
-        for p in module.parameters():
-            self._register(p, "parameter")
-            self._register(p.grad, "gradient")
-        for b in module.buffers():
-            self._register(b, "buffer")
+        for tensor, tag in module_tensors(module):
+            self._register(tensor, tag)
 
     def _register_optimizer(self, optimizer) -> None:
-        for group in getattr(optimizer, "param_groups", ()):
-            for p in group["params"]:
-                self._register(p, "parameter")
-                self._register(p.grad, "gradient")
-                for value in optimizer.state.get(p, {}).values():
-                    if hasattr(value, "_data"):
-                        self._register(value, "optimizer_state")
+        for tensor, tag in optimizer_tensors(optimizer):
+            self._register(tensor, tag)
 
     # ------------------------------------------------------------------ results
 
