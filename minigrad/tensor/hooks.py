@@ -188,12 +188,18 @@ def remove_phase_observer(fn) -> None:
 def enter_phase(name: str, owner=None, inputs: tuple = ()) -> None:
     """Tell the phase observers that phase ``name`` of ``owner`` starts (pair it with :func:`exit_phase`)."""
     event = _new_tuple(PhaseEvent, ("enter", name, owner, inputs))
+    if len(phase_observers) == 1:
+        phase_observers[0](event)
+        return
     for fn in tuple(phase_observers):
         fn(event)
 
 
 def exit_phase(name: str, owner=None) -> None:
     event = _new_tuple(PhaseEvent, ("exit", name, owner, ()))
+    if len(phase_observers) == 1:
+        phase_observers[0](event)
+        return
     for fn in tuple(phase_observers):
         fn(event)
 
@@ -371,7 +377,9 @@ class scratch:
 
     def __enter__(self) -> None:
         if observers:
-            record = [next(_ids), int(self.nbytes), tag_override[-1] if tag_override else TEMPORARY, str(self.device), None]
+            device = self.device
+            name = _device_names.get(device) or _device_name(device)
+            record = [next(_ids), int(self.nbytes), tag_override[-1] if tag_override else TEMPORARY, name, None]
             if guards:
                 _reserve(record)
             self.key = -record[0]  # never the id() of an array
