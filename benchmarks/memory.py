@@ -55,10 +55,27 @@ def measure_case(case: str) -> dict:
         "tracked_peak": mem.peak,
         "estimate_peak": estimate(build(), (1, 28, 28), batch, optimizer="adam").peak,
         "tracemalloc_peak": mem.tracemalloc_peak,
-        "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,  # KiB on Linux
+        "peak_rss": peak_rss(),
         "model_state": held["parameter"] + held["gradient"] + held["optimizer_state"],
         "torch_model_state": torch_model_state([tuple(p.shape) for p in model.parameters()]),
     }
+
+
+def peak_rss() -> int:
+    """This process's peak resident set size in bytes.
+
+    Linux's ``VmHWM`` where there is one: ``getrusage``'s ``ru_maxrss`` is carried over from the parent
+    through fork and exec, so in a child of a large parent it reads the parent's peak.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB elsewhere
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
 
 
 def torch_model_state(shapes: list[tuple]) -> int | None:
