@@ -143,6 +143,19 @@ class Tracker:
 
     def _on_allocation(self, event) -> None:
         kind, nbytes, buffer_id, tag, device, op = event
+        if kind == "free":  # the most frequent event with "alloc"; both touch as few attributes as they can
+            record = self._buffers.pop(buffer_id, None)
+            if record is None:  # a buffer this tracker never counted
+                return
+            _, category, module = record
+            if module is not None and category == ACTIVATION:
+                self._activation_by_module[module] -= nbytes
+            self._by_category[category] -= nbytes
+            current = self.current = self.current - nbytes
+            if self.record_timeline:
+                self.events.append((self.step, self._phase, kind, category, -nbytes, current, op or self._context_op,
+                                    module, buffer_id, None))
+            return
         if kind == "alloc":
             category = CATEGORY_OF_TAG.get(tag, OTHER)
             module = self._module
@@ -162,16 +175,6 @@ class Tracker:
             if self._sample_pool and device != "cpu":
                 self._pool.sample()
             previous = None
-        elif kind == "free":
-            record = self._buffers.pop(buffer_id, None)
-            if record is None:  # a buffer this tracker never counted
-                return
-            _, category, module = record
-            if module is not None and category == ACTIVATION:
-                self._activation_by_module[module] -= nbytes
-            self._by_category[category] -= nbytes
-            current = self.current = self.current - nbytes
-            nbytes, previous = -nbytes, None
         else:  # "retag": the bytes move to another category
             record = self._buffers.get(buffer_id)
             category = CATEGORY_OF_TAG.get(tag, OTHER)

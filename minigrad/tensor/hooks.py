@@ -107,6 +107,7 @@ guards: list[Callable[[AllocationEvent], None]] = []
 policy: Callable | None = None
 
 _ids = itertools.count(1)
+_device_names: dict = {}  # device -> str(device), so reporting a buffer skips Device.__str__
 _live: dict[int, list] = {}  # id(root array) -> [buffer_id, nbytes, tag, device, op, weak reference]
 
 
@@ -187,12 +188,18 @@ def remove_phase_observer(fn) -> None:
 def enter_phase(name: str, owner=None, inputs: tuple = ()) -> None:
     """Tell the phase observers that phase ``name`` of ``owner`` starts (pair it with :func:`exit_phase`)."""
     event = _new_tuple(PhaseEvent, ("enter", name, owner, inputs))
+    if len(phase_observers) == 1:
+        phase_observers[0](event)
+        return
     for fn in tuple(phase_observers):
         fn(event)
 
 
 def exit_phase(name: str, owner=None) -> None:
     event = _new_tuple(PhaseEvent, ("exit", name, owner, ()))
+    if len(phase_observers) == 1:
+        phase_observers[0](event)
+        return
     for fn in tuple(phase_observers):
         fn(event)
 
@@ -226,6 +233,16 @@ def _emit(event: str, record: list, op: str | None = None) -> None:
         fn(ev)
 
 
+def _emit_record(event: str, record: list) -> None:
+    """``_emit`` for an event that names the record's own op (alloc, free): the hot path while observed."""
+    ev = _new_tuple(AllocationEvent, (event, record[1], record[0], record[2], record[3], record[4]))
+    if len(observers) == 1:
+        observers[0](ev)
+    else:
+        for fn in tuple(observers):
+            fn(ev)
+
+
 def _root(array):
     """The array that owns the memory ``array`` looks at (itself if it owns it).
 
@@ -248,13 +265,15 @@ class _BufferRef(weakref.ref):
 
 
 def _dead(ref: _BufferRef) -> None:
-    _freed(ref.key)
+    record = _live.pop(ref.key, None)
+    if record is not None:
+        _emit_record("free", record)
 
 
 def _freed(key: int) -> None:
     record = _live.pop(key, None)
     if record is not None:
-        _emit("free", record)
+        _emit_record("free", record)
 
 
 def track(array, tag: str, device, op: str | None = None) -> None:
@@ -268,11 +287,17 @@ def track(array, tag: str, device, op: str | None = None) -> None:
     except TypeError:  # a NumPy scalar (what arithmetic on 0-d arrays returns) holds its value inline: no buffer
         return
     ref.key = key
-    record = [next(_ids), int(root.nbytes), tag_override[-1] if tag_override else tag, str(device), op, ref]
+    name = _device_names.get(device) or _device_name(device)
+    record = [next(_ids), int(root.nbytes), tag_override[-1] if tag_override else tag, name, op, ref]
     if guards:
         _reserve(record)  # may refuse the buffer: then nothing is recorded
     _live[key] = record
-    _emit("alloc", record)
+    _emit_record("alloc", record)
+
+
+def _device_name(device) -> str:
+    name = _device_names[device] = str(device)
+    return name
 
 
 def retag(array, tag: str, only_from: tuple[str, ...] | None = None, op: str | None = None) -> None:
@@ -281,10 +306,6 @@ def retag(array, tag: str, only_from: tuple[str, ...] | None = None, op: str | N
     if record is not None and record[2] != tag and (only_from is None or record[2] in only_from):
         record[2] = tag
         _emit("retag", record, op)
-
-
-def _is_buffer(value) -> bool:
-    return hasattr(value, "nbytes") and hasattr(value, "base")
 
 
 def track_node(ctx, out, device) -> None:
@@ -309,7 +330,7 @@ def track_node(ctx, out, device) -> None:
     op = ctx.op
     saved_roots = set()
     for array in kept:
-        if not _is_buffer(array):
+        if not (hasattr(array, "nbytes") and hasattr(array, "base")):  # not a buffer
             continue
         root = array if array.base is None else _root(array)
         key = id(root)
@@ -320,7 +341,8 @@ def track_node(ctx, out, device) -> None:
         elif record[2] == OUTPUT or record[2] == TEMPORARY:
             record[2] = ACTIVATION
             _emit("retag", record, op)
-    track(out, ACTIVATION if id(_root(out)) in saved_roots else OUTPUT, device, op)
+    out_root = out if out.base is None else _root(out)
+    track(out_root, ACTIVATION if id(out_root) in saved_roots else OUTPUT, device, op)
 
 
 def report_temporary(array, device=None):
@@ -355,12 +377,14 @@ class scratch:
 
     def __enter__(self) -> None:
         if observers:
-            record = [next(_ids), int(self.nbytes), tag_override[-1] if tag_override else TEMPORARY, str(self.device), None]
+            device = self.device
+            name = _device_names.get(device) or _device_name(device)
+            record = [next(_ids), int(self.nbytes), tag_override[-1] if tag_override else TEMPORARY, name, None]
             if guards:
                 _reserve(record)
             self.key = -record[0]  # never the id() of an array
             _live[self.key] = record
-            _emit("alloc", record)
+            _emit_record("alloc", record)
 
     def __exit__(self, *exc) -> None:
         if self.key is not None:
