@@ -89,3 +89,18 @@ def device(request):
         mt.set_default_device(mt.cpu)
         if strict:
             unregister_fused_ops(strict_backend.DEVICE_TYPE)
+
+
+@pytest.fixture(scope="session")
+def cupy():
+    """CuPy, for tests marked ``gpu``; skips with the reason when it is missing or sees no GPU."""
+    try:
+        import cupy
+    except ImportError as error:
+        pytest.skip(f'CuPy is not usable here ({error}): pip install "minigrad[gpu]"')
+    try:
+        if cupy.cuda.runtime.getDeviceCount() == 0:
+            pytest.skip("CuPy sees no GPU")
+    except Exception as error:  # no driver, or a driver too old for this CUDA
+        pytest.skip(f"CuPy sees no GPU: {error}")
+    return cupy

@@ -14,17 +14,6 @@ pytestmark = pytest.mark.gpu
 RTOL, ATOL = 1e-4, 1e-5
 
 
-@pytest.fixture(scope="module")
-def cupy():
-    cupy = pytest.importorskip("cupy", reason='CuPy is not installed: pip install "minigrad[gpu]"')
-    try:
-        if cupy.cuda.runtime.getDeviceCount() == 0:
-            pytest.skip("CuPy sees no GPU")
-    except Exception as error:  # no driver, or a driver too old for this CUDA
-        pytest.skip(f"CuPy sees no GPU: {error}")
-    return cupy
-
-
 def _random(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 

@@ -91,19 +91,8 @@ def test_cupy_copy_of_a_kernel_points_at_cupyx_names_and_keeps_the_rest():
     assert kernel.__globals__["jit"] is jit  # the original is untouched
 
 
-def _cupy_with_a_device():
-    cupy = _import_or_skip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() == 0:
-            pytest.skip("CuPy sees no GPU")
-    except Exception as error:  # no driver, or a driver too old for this CUDA
-        pytest.skip(f"CuPy sees no GPU: {error}")
-    return cupy
-
-
 @pytest.mark.gpu
-def test_same_kernels_on_the_gpu_match_the_simulator():
-    cupy = _cupy_with_a_device()
+def test_same_kernels_on_the_gpu_match_the_simulator(cupy):
     n = 1000
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     y = np.random.default_rng(1).standard_normal(n).astype(np.float32)

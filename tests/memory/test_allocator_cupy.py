@@ -9,17 +9,6 @@ from minigrad.memory.sizes import MiB
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(scope="module")
-def cupy():
-    cupy = pytest.importorskip("cupy", reason='CuPy is not installed: pip install "minigrad[gpu]"')
-    try:
-        if cupy.cuda.runtime.getDeviceCount() == 0:
-            pytest.skip("CuPy sees no GPU")
-    except Exception as error:  # no driver, or a driver too old for this CUDA
-        pytest.skip(f"CuPy sees no GPU: {error}")
-    return cupy
-
-
 def test_cupy_arrays_live_in_blocks_of_the_one_buffer_and_go_back_to_the_cache(cupy):
     pool = CupyCachingAllocator(64 * MiB)
     start, end = pool.buffer.ptr, pool.buffer.ptr + 64 * MiB
