@@ -82,8 +82,11 @@ def backward(tensor: Tensor, gradient=None, retain_graph: bool = False) -> None:
             f"the loss inside no_grad())"
         )
     if hooks.phase_observers:  # minigrad.memory marks the backward phase
-        with hooks.phase("backward", tensor):
+        hooks.enter_phase("backward", tensor)
+        try:
             _backward(tensor, gradient, retain_graph)
+        finally:
+            hooks.exit_phase("backward", tensor)
     else:
         _backward(tensor, gradient, retain_graph)
 

@@ -152,7 +152,7 @@ class SimulatedGPU:
             self._by_category[category] -= nbytes
 
     def _guard(self, event) -> None:
-        kind, nbytes, buffer, tag, device, op = event
+        kind, nbytes, buffer, tag, device, op, _scope = event
         if not self._simulates(device):
             return
         if kind == "reserve":
@@ -161,7 +161,7 @@ class SimulatedGPU:
             self._release(buffer)
 
     def _observe(self, event) -> None:
-        kind, _nbytes, buffer, tag, _device, _op = event
+        kind, _nbytes, buffer, tag, _device, _op, _scope = event
         if kind == "free":
             self._release(buffer)
         elif kind == "retag":

@@ -45,7 +45,7 @@ import numpy as np
 
 from minigrad.tensor import Tensor, allocation_tag, enable_grad, no_grad
 from minigrad.tensor.backend import array_module, cpu, transfer
-from minigrad.tensor.hooks import phase, phase_observers
+from minigrad.tensor.hooks import enter_phase, exit_phase, phase_observers
 from minigrad.tensor.tensor import make_tensor
 
 __all__ = ["Optimizer", "required"]
@@ -263,8 +263,11 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         if phase_observers:  # minigrad.memory marks the optimizer phase
-            with phase("optimizer", self):
+            enter_phase("optimizer", self)
+            try:
                 self._update_all()
+            finally:
+                exit_phase("optimizer", self)
         else:
             self._update_all()
         return loss

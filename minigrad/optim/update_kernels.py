@@ -11,11 +11,12 @@ Invariants
 - A registered kernel takes the same arguments as the default it replaces.
 - With no allocation observer registered the lookup adds nothing to a step
   but one dict lookup; with one, the scratch memory of each call is reported
-  (:func:`minigrad.tensor.hooks.scratch`).
+  (:func:`minigrad.tensor.hooks.scratch_begin`).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 from minigrad.tensor import hooks
@@ -23,6 +24,7 @@ from minigrad.tensor import hooks
 __all__ = ["register_update_kernel", "update_kernel"]
 
 _KERNELS: dict[tuple[str, str], Callable] = {}
+_REPORTING: dict[tuple, Callable] = {}  # (name, kernel, device) -> the kernel reporting its scratch memory
 
 
 def register_update_kernel(name: str, device_type: str, fn: Callable | None) -> Callable | None:
@@ -49,13 +51,19 @@ def update_kernel(name: str, device, default: Callable) -> Callable:
     ``scratch_arrays(**hyperparameters)`` attribute (a fused kernel has none).
     """
     fn = _KERNELS.get((name, device.type))
+    if not hooks.observers:
+        return default if fn is None else fn
     if fn is None:
-        if hooks.observers:
-            return _reporting_scratch(default, lambda **hyper: _scratch_arrays(name, **hyper), device)
-        return default
-    if hooks.observers and hasattr(fn, "scratch_arrays"):
-        return _reporting_scratch(fn, fn.scratch_arrays, device)
-    return fn
+        fn, count = default, partial(_scratch_arrays, name)
+    elif hasattr(fn, "scratch_arrays"):
+        count = fn.scratch_arrays
+    else:
+        return fn
+    key = (name, fn, device)
+    reporting = _REPORTING.get(key)
+    if reporting is None:
+        reporting = _REPORTING[key] = _reporting_scratch(fn, count, device)
+    return reporting
 
 
 def _scratch_arrays(name: str, maximize=False, weight_decay=0.0, decoupled_weight_decay=False, nesterov=False,
@@ -77,8 +85,12 @@ def _scratch_arrays(name: str, maximize=False, weight_decay=0.0, decoupled_weigh
 
 
 def _reporting_scratch(fn: Callable, count: Callable, device) -> Callable:
+    """``fn`` with its scratch memory (``count(**hyperparameters)`` arrays the size of ``param``) reported around it."""
     def run(param, *arrays, **hyper):
-        with hooks.scratch(count(**hyper) * param.nbytes, device):
+        key = hooks.scratch_begin(count(**hyper) * param.nbytes, device)
+        try:
             return fn(param, *arrays, **hyper)
+        finally:
+            hooks.scratch_end(key)
 
     return run

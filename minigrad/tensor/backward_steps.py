@@ -52,7 +52,8 @@ def input_gradients(node, grad) -> tuple:
     observed = bool(hooks.observers)
     if observed:  # a sum of gradients made by the driver is reported when it is used
         device = node._device or (_passes[-1][1] if _passes else None)
-        hooks.track(grad, hooks.TEMPORARY, device, node.op + "_backward")
+        if id(grad if grad.base is None else hooks._root(grad)) not in hooks._live:
+            hooks.track(grad, hooks.TEMPORARY, device, node.backward_op)
     input_grads = node.backward(grad) if not node._bf16 else _bf16.backward(node, grad)
     if type(input_grads) is not tuple:
         input_grads = (input_grads,)
@@ -75,7 +76,7 @@ def input_gradients(node, grad) -> tuple:
             )
         if observed:  # a leaf's gradient usually becomes its .grad as is
             tag = hooks.GRADIENT if type(parent) is AccumulateGrad else hooks.TEMPORARY
-            hooks.track(g, tag, device, node.op + "_backward")
+            hooks.track(g, tag, device, node.backward_op)
     return input_grads
 
 
@@ -86,9 +87,12 @@ def store_grad(tensor: Tensor, grad) -> None:
         # as in PyTorch, a gradient takes its leaf's layout: optimizer updates then run over
         # matching memory (mixing C- and Fortran-ordered operands makes them several times slower)
         grad = array_module(grad).ascontiguousarray(grad)
-    tensor._grad = make_tensor(_own(grad), tensor._device, tag=hooks.GRADIENT)
-    if hooks.observers:  # a gradient in flight adopted as .grad: it is a gradient now
-        hooks.retag(tensor._grad._data, hooks.GRADIENT, (hooks.TEMPORARY,))
+    data = _own(grad)
+    tensor._grad = make_tensor(data, tensor._device, tag=None)
+    if hooks.observers:  # reported as a gradient (usually it was, by input_gradients); one in flight becomes one
+        record = hooks._live.get(id(data if data.base is None else hooks._root(data)))
+        if record is None or record[2] != hooks.GRADIENT:
+            hooks.track(data, hooks.GRADIENT, tensor._device, retag_from=(hooks.TEMPORARY,))
 
 
 def add_grad(tensor: Tensor, grad) -> None:

@@ -167,12 +167,14 @@ class Function:
     output_dtype = None
     name = "FunctionBackward"
     op = "function"
+    backward_op = "function_backward"  # what made the gradients its backward returns
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         cls.name = cls.__name__ + "Backward"
         if "op" not in cls.__dict__:
             cls.op = _snake(cls.__name__)
+        cls.backward_op = cls.op + "_backward"
 
     # ------------------------------------------------------------- the protocol
 

@@ -50,11 +50,13 @@ the first time a new tensor is made on them.
 
 **Phase observers** (also for ``minigrad.memory``): a callable receiving a
 :class:`PhaseEvent` when a phase of training starts (``"enter"``) or ends
-(``"exit"``): ``"forward"`` around every module call (``owner`` is the
-module; calls nest), ``"backward"`` around ``backward()`` (``owner`` is the
-tensor) and ``"optimizer"`` around ``Optimizer.step`` (``owner`` is the
-optimizer). The callers test ``phase_observers`` first, so the cost with none
-registered is one truthiness test per module call, backward or step.
+(``"exit"``): ``"forward"`` around the outermost module call (``owner`` is the
+module), ``"backward"`` around ``backward()`` (``owner`` is the tensor) and
+``"optimizer"`` around ``Optimizer.step`` (``owner`` is the optimizer). While
+any is registered, every module call runs in :func:`in_scope`, so each
+allocation event names the module running (``scope``) without a call per
+module to anyone. The callers test ``phase_observers`` first, so the cost with
+none registered is one truthiness test per module call, backward or step.
 
 **The dtype policy** (used by ``minigrad.amp``): a callable
 ``policy(op_name, input_dtypes) -> dtype | None`` consulted whenever an op runs
@@ -73,22 +75,25 @@ from collections import namedtuple
 from contextlib import contextmanager
 from typing import Callable
 
+from numpy import ndarray as _ndarray
+
 __all__ = [
     "AllocationEvent", "add_allocation_observer", "remove_allocation_observer",
     "allocation_tag", "set_buffer_tag", "buffer_id", "live_buffers",
     "set_dtype_policy", "get_dtype_policy", "dtype_policy",
-    "ACTIVATION", "OUTPUT", "TEMPORARY", "GRADIENT", "TENSOR", "live_bytes", "report_temporary", "scratch",
+    "ACTIVATION", "OUTPUT", "TEMPORARY", "GRADIENT", "TENSOR", "live_bytes", "report_temporary", "scratch", "scratch_begin", "scratch_end",
     "add_allocation_guard", "remove_allocation_guard",
-    "PhaseEvent", "add_phase_observer", "remove_phase_observer", "phase", "enter_phase", "exit_phase",
+    "PhaseEvent", "add_phase_observer", "remove_phase_observer", "phase", "enter_phase", "exit_phase", "in_scope",
 ]
 
 ACTIVATION, OUTPUT, TEMPORARY, GRADIENT, TENSOR = "activation", "output", "temporary", "gradient", "tensor"
 
-AllocationEvent = namedtuple("AllocationEvent", "event nbytes buffer_id tag device op", defaults=(None,))
+AllocationEvent = namedtuple("AllocationEvent", "event nbytes buffer_id tag device op scope", defaults=(None, None))
 AllocationEvent.__doc__ = """One allocation event: ``event`` is "alloc", "free" or "retag" (for guards: "reserve",
 "cancel"); ``nbytes`` the buffer's
 exact size; ``buffer_id`` a number unique to the buffer; ``tag`` its category; ``device`` e.g. "cpu";
-``op`` the op that made (or, for "retag", saved) it, None if none."""
+``op`` the op that made (or, for "retag", saved) it, None if none; ``scope`` the innermost call running in
+:func:`in_scope` when it happened (the module whose forward runs), None outside any."""
 
 PhaseEvent = namedtuple("PhaseEvent", "event phase owner inputs", defaults=((),))
 PhaseEvent.__doc__ = """A phase starts (``event`` "enter") or ends ("exit"): ``phase`` is "forward", "backward" or
@@ -103,11 +108,17 @@ _NODE_FIELDS = frozenset({"_saved", "_parents", "output_shape", "output_dtype", 
 observers: list[Callable[[AllocationEvent], None]] = []
 tag_override: list[str] = []
 phase_observers: list[Callable[[PhaseEvent], None]] = []
+scopes: list = []  # the in_scope() calls in progress (the modules running), innermost last
 guards: list[Callable[[AllocationEvent], None]] = []
 policy: Callable | None = None
+# What the hot path iterates: copies of the lists above, remade by the add/remove functions (so an observer may
+# remove itself while being called). Register through those functions, never by editing the lists.
+_notify: tuple = ()
+_phase_notify: tuple = ()
 
 _ids = itertools.count(1)
 _device_names: dict = {}  # device -> str(device), so reporting a buffer skips Device.__str__
+_last_device = _last_device_name = None  # the device of the latest report and its name (most reports repeat it)
 _live: dict[int, list] = {}  # id(root array) -> [buffer_id, nbytes, tag, device, op, weak reference]
 
 
@@ -121,6 +132,7 @@ class RemovableHandle:
     def remove(self) -> None:
         if self.fn in self.registry:
             self.registry.remove(self.fn)
+            _sync()
 
     def __enter__(self):
         return self
@@ -134,14 +146,19 @@ def add_allocation_observer(fn: Callable[[AllocationEvent], None]) -> RemovableH
     if not callable(fn):
         raise TypeError(f"add_allocation_observer: expected a callable taking an AllocationEvent, got {fn!r}")
     observers.append(fn)
+    _sync()
     return RemovableHandle(fn)
 
 
 def remove_allocation_observer(fn) -> None:
-    try:
+    if fn in observers:
         observers.remove(fn)
-    except ValueError:
-        pass
+        _sync()
+
+
+def _sync() -> None:
+    global _notify, _phase_notify
+    _notify, _phase_notify = tuple(observers), tuple(phase_observers)
 
 
 def add_allocation_guard(fn: Callable[[AllocationEvent], None]) -> RemovableHandle:
@@ -159,7 +176,7 @@ def remove_allocation_guard(fn) -> None:
 
 def _reserve(record: list) -> None:
     """Ask every guard to admit ``record``'s buffer; if one refuses, cancel the earlier admissions and re-raise."""
-    fields = (record[1], record[0], record[2], record[3], record[4])
+    fields = (record[1], record[0], record[2], record[3], record[4], scopes[-1] if scopes else None)
     admitted = []
     try:
         for fn in tuple(guards):
@@ -177,31 +194,47 @@ def add_phase_observer(fn: Callable[[PhaseEvent], None]) -> RemovableHandle:
     if not callable(fn):
         raise TypeError(f"add_phase_observer: expected a callable taking a PhaseEvent, got {fn!r}")
     phase_observers.append(fn)
+    _sync()
     return RemovableHandle(fn, phase_observers)
 
 
 def remove_phase_observer(fn) -> None:
     if fn in phase_observers:
         phase_observers.remove(fn)
+        _sync()
 
 
 def enter_phase(name: str, owner=None, inputs: tuple = ()) -> None:
     """Tell the phase observers that phase ``name`` of ``owner`` starts (pair it with :func:`exit_phase`)."""
     event = _new_tuple(PhaseEvent, ("enter", name, owner, inputs))
-    if len(phase_observers) == 1:
-        phase_observers[0](event)
-        return
-    for fn in tuple(phase_observers):
+    for fn in _phase_notify:
         fn(event)
 
 
 def exit_phase(name: str, owner=None) -> None:
     event = _new_tuple(PhaseEvent, ("exit", name, owner, ()))
-    if len(phase_observers) == 1:
-        phase_observers[0](event)
-        return
-    for fn in tuple(phase_observers):
+    for fn in _phase_notify:
         fn(event)
+
+
+def in_scope(owner, fn: Callable, args: tuple, kwargs: dict):
+    """``fn(*args, **kwargs)`` with ``owner`` as the events' ``scope``; the outermost such call is a "forward" phase.
+
+    ``minigrad.nn`` runs every module's forward through it while phase
+    observers are registered: the allocation events then name the module
+    running, and the phase observers hear of the whole model's forward once
+    (owner: the module called first, inputs: its positional arguments).
+    """
+    outermost = not scopes
+    if outermost:
+        enter_phase("forward", owner, args)
+    scopes.append(owner)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        scopes.pop()
+        if outermost:
+            exit_phase("forward", owner)
 
 
 @contextmanager
@@ -225,22 +258,10 @@ def allocation_tag(tag: str):
 
 
 def _emit(event: str, record: list, op: str | None = None) -> None:
-    ev = _new_tuple(AllocationEvent, (event, record[1], record[0], record[2], record[3], op or record[4]))
-    if len(observers) == 1:
-        observers[0](ev)
-        return
-    for fn in tuple(observers):
+    ev = _new_tuple(AllocationEvent, (event, record[1], record[0], record[2], record[3], op or record[4],
+                                      scopes[-1] if scopes else None))
+    for fn in _notify:
         fn(ev)
-
-
-def _emit_record(event: str, record: list) -> None:
-    """``_emit`` for an event that names the record's own op (alloc, free): the hot path while observed."""
-    ev = _new_tuple(AllocationEvent, (event, record[1], record[0], record[2], record[3], record[4]))
-    if len(observers) == 1:
-        observers[0](ev)
-    else:
-        for fn in tuple(observers):
-            fn(ev)
 
 
 def _root(array):
@@ -267,36 +288,50 @@ class _BufferRef(weakref.ref):
 def _dead(ref: _BufferRef) -> None:
     record = _live.pop(ref.key, None)
     if record is not None:
-        _emit_record("free", record)
+        ev = _new_tuple(AllocationEvent, ("free", record[1], record[0], record[2], record[3], record[4], None))
+        for fn in _notify:
+            fn(ev)
 
 
-def _freed(key: int) -> None:
-    record = _live.pop(key, None)
-    if record is not None:
-        _emit_record("free", record)
+def track(array, tag: str, device, op: str | None = None, retag_from: tuple[str, ...] = ()) -> None:
+    """Report ``array``'s buffer as allocated (by ``op``) unless it is already known (called by Tensor creation).
 
-
-def track(array, tag: str, device, op: str | None = None) -> None:
-    """Report ``array``'s buffer as allocated (by ``op``) unless it is already known (called by Tensor creation)."""
+    A known buffer whose tag is one of ``retag_from`` is relabelled ``tag`` instead.
+    """
     root = array if array.base is None else _root(array)
     key = id(root)
     if key in _live:
+        if retag_from:
+            record = _live[key]
+            if record[2] in retag_from and record[2] != tag:
+                record[2] = tag
+                _emit("retag", record)
         return
     try:
         ref = _BufferRef(root, _dead)  # cheaper than weakref.finalize; the record keeps it alive
     except TypeError:  # a NumPy scalar (what arithmetic on 0-d arrays returns) holds its value inline: no buffer
         return
     ref.key = key
-    name = _device_names.get(device) or _device_name(device)
-    record = [next(_ids), int(root.nbytes), tag_override[-1] if tag_override else tag, name, op, ref]
+    name = _last_device_name if device is _last_device else _device_name(device)
+    if tag_override:
+        tag = tag_override[-1]
+    nbytes = root.nbytes
+    buffer = next(_ids)
+    record = [buffer, nbytes, tag, name, op, ref]
     if guards:
         _reserve(record)  # may refuse the buffer: then nothing is recorded
     _live[key] = record
-    _emit_record("alloc", record)
+    ev = _new_tuple(AllocationEvent, ("alloc", nbytes, buffer, tag, name, op, scopes[-1] if scopes else None))
+    for fn in _notify:
+        fn(ev)
 
 
 def _device_name(device) -> str:
-    name = _device_names[device] = str(device)
+    global _last_device, _last_device_name
+    name = _device_names.get(device)
+    if name is None:
+        name = _device_names[device] = str(device)
+    _last_device, _last_device_name = device, name
     return name
 
 
@@ -316,33 +351,60 @@ def track_node(ctx, out, device) -> None:
     otherwise an ``"output"``. An ``"output"`` buffer that this node saves
     becomes an activation.
     """
-    kept = list(ctx._saved) if ctx._saved else []
-    for name, value in vars(ctx).items():
-        if name in _NODE_FIELDS:  # what apply() itself stores on a node holds no arrays of the op's
-            continue
-        kind = type(value)
-        if kind in _NOT_ARRAYS:
-            continue
-        if kind is tuple or kind is list:
-            kept.extend(v for v in value if type(v) not in _NOT_ARRAYS)
-        else:
-            kept.append(value)
+    kept = ctx._saved or ()
+    for name in ctx.__dict__:
+        if name not in _NODE_FIELDS:  # what apply() itself stores on a node holds no arrays of the op's
+            kept = _with_attributes(ctx, kept)
+            break
     op = ctx.op
-    saved_roots = set()
+    saved_roots = []
     for array in kept:
-        if not (hasattr(array, "nbytes") and hasattr(array, "base")):  # not a buffer
+        if type(array) is not _ndarray and not (hasattr(array, "nbytes") and hasattr(array, "base")):  # not a buffer
             continue
         root = array if array.base is None else _root(array)
         key = id(root)
-        saved_roots.add(key)
+        saved_roots.append(key)
         record = _live.get(key)
         if record is None:
             track(root, ACTIVATION, device, op)
         elif record[2] == OUTPUT or record[2] == TEMPORARY:
             record[2] = ACTIVATION
             _emit("retag", record, op)
+    # the output, as track() would report it (written out here: this runs once per recorded op)
     out_root = out if out.base is None else _root(out)
-    track(out_root, ACTIVATION if id(out_root) in saved_roots else OUTPUT, device, op)
+    key = id(out_root)
+    if key in _live:
+        return
+    try:
+        ref = _BufferRef(out_root, _dead)
+    except TypeError:  # a NumPy scalar: no buffer
+        return
+    ref.key = key
+    name = _last_device_name if device is _last_device else _device_name(device)
+    tag = tag_override[-1] if tag_override else ACTIVATION if key in saved_roots else OUTPUT
+    nbytes = out_root.nbytes
+    buffer = next(_ids)
+    record = [buffer, nbytes, tag, name, op, ref]
+    if guards:
+        _reserve(record)
+    _live[key] = record
+    ev = _new_tuple(AllocationEvent, ("alloc", nbytes, buffer, tag, name, op, scopes[-1] if scopes else None))
+    for fn in _notify:
+        fn(ev)
+
+
+def _with_attributes(ctx, saved) -> list:
+    """``saved`` and the values the op stored on ``ctx`` (directly, or in a tuple/list) that may be arrays."""
+    kept = list(saved)
+    for name, value in ctx.__dict__.items():
+        kind = type(value)
+        if name in _NODE_FIELDS or kind in _NOT_ARRAYS:
+            continue
+        if kind is tuple or kind is list:
+            kept.extend(v for v in value if type(v) not in _NOT_ARRAYS)
+        else:
+            kept.append(value)
+    return kept
 
 
 def report_temporary(array, device=None):
@@ -362,13 +424,38 @@ def _device_of(array) -> str:
     return "cpu" if module == "numpy" else module
 
 
-class scratch:
-    """``with scratch(nbytes, device):`` reports ``nbytes`` of scratch memory as allocated for the block (tag ``"temporary"``).
+def scratch_begin(nbytes: int, device="cpu") -> int | None:
+    """Report ``nbytes`` of scratch memory (tag ``"temporary"``) as allocated; returns the key for :func:`scratch_end`.
 
     For code whose arrays the library cannot report one by one (an update
-    kernel's whole-array arithmetic): it declares its peak instead. Costs
-    nothing when nobody observes.
+    kernel's whole-array arithmetic): it declares its peak instead. Returns
+    None, having done nothing, when nobody observes.
     """
+    if not observers:
+        return None
+    name = _last_device_name if device is _last_device else _device_name(device)
+    buffer = next(_ids)
+    record = [buffer, int(nbytes), tag_override[-1] if tag_override else TEMPORARY, name, None]
+    if guards:
+        _reserve(record)
+    _live[-buffer] = record  # never the id() of an array
+    ev = _new_tuple(AllocationEvent, ("alloc", record[1], buffer, record[2], name, None, scopes[-1] if scopes else None))
+    for fn in _notify:
+        fn(ev)
+    return -buffer
+
+
+def scratch_end(key: int | None) -> None:
+    """Report the scratch memory of :func:`scratch_begin` freed (nothing for a None key)."""
+    record = _live.pop(key, None) if key is not None else None
+    if record is not None:
+        ev = _new_tuple(AllocationEvent, ("free", record[1], record[0], record[2], record[3], record[4], None))
+        for fn in _notify:
+            fn(ev)
+
+
+class scratch:
+    """``with scratch(nbytes, device):`` is :func:`scratch_begin` and :func:`scratch_end` around the block."""
 
     __slots__ = ("nbytes", "device", "key")
 
@@ -376,20 +463,11 @@ class scratch:
         self.nbytes, self.device, self.key = nbytes, device, None
 
     def __enter__(self) -> None:
-        if observers:
-            device = self.device
-            name = _device_names.get(device) or _device_name(device)
-            record = [next(_ids), int(self.nbytes), tag_override[-1] if tag_override else TEMPORARY, name, None]
-            if guards:
-                _reserve(record)
-            self.key = -record[0]  # never the id() of an array
-            _live[self.key] = record
-            _emit_record("alloc", record)
+        self.key = scratch_begin(self.nbytes, self.device)
 
     def __exit__(self, *exc) -> None:
-        if self.key is not None:
-            _freed(self.key)
-            self.key = None
+        scratch_end(self.key)
+        self.key = None
 
 
 def live_bytes() -> int:

@@ -65,12 +65,15 @@ def init_tensor(t, data, device: Device, requires_grad: bool, grad_fn, version: 
 
 
 def make_tensor(data, device: Device, requires_grad: bool = False, grad_fn=None, version=None, tag=hooks.TENSOR):
-    """Wrap an existing backend array without copying or checking it (the ops' fast path)."""
+    """Wrap an existing backend array without copying or checking it (the ops' fast path).
+
+    Observers hear of ``data``'s buffer with ``tag`` (``tag=None``: the caller reports it).
+    """
     if isinstance(data, np.generic):  # NumPy turns 0-d results into scalars; keep arrays
         data = np.asarray(data)
     t = init_tensor(_new(Tensor), data, device, requires_grad, grad_fn,
                     VersionCounter() if version is None else version, None)
-    if hooks.observers:
+    if hooks.observers and tag is not None:
         hooks.track(data, tag, device)
     return t
 
