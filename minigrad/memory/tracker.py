@@ -254,7 +254,8 @@ class Tracker:
         self._drain()
 
     def _on_phase(self, event) -> None:
-        self._drain()  # under the phase and step the events were made in
+        # the events so far keep the phase and step they were made in (_contexts marks where the next start);
+        # they are counted when a forward ends (by_module needs them) or when something is registered or read
         kind, name, owner = event[0], event[1], event[2]
         auto = self._auto
         if kind == "enter":
@@ -270,6 +271,7 @@ class Tracker:
             auto.append(name)
         else:
             if name == "forward":
+                self._drain()
                 for module in self._called:  # what each module's forward left saved, now that they all returned
                     self._saved_by_module[module] = self._activation_by_module.get(module, 0)
             else:

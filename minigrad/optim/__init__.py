@@ -18,9 +18,9 @@ parameter-group dicts); this stage imports only :mod:`minigrad.tensor`.
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (1,127 lines in all):
+The files that carry the chapter's ideas, in the order to read them (1,157 lines in all):
 
-1. ``optimizer.py`` (378 lines): :class:`Optimizer` — parameter groups,
+1. ``optimizer.py`` (408 lines): :class:`Optimizer` — parameter groups,
    per-parameter state, ``zero_grad``, ``step``, ``state_dict``.
 2. ``functional.py`` (147 lines): the arithmetic of one step of SGD (momentum,
    Nesterov) and Adam, as functions on arrays: the chapter's exercises.
@@ -33,7 +33,7 @@ The files that carry the chapter's ideas, in the order to read them (1,127 lines
 
 Extensions (not on the reading path)
 ------------------------------------
-- ``update_kernels.py`` (84 lines): the device extension point: which function
+- ``update_kernels.py`` (98 lines): the device extension point: which function
   does an optimizer's arithmetic on a device type (``register_update_kernel``;
   ``minigrad.gpu`` plugs fused kernels in here).
 - ``rmsprop.py`` (142 lines): :class:`RMSprop` and its ``rmsprop_update``, for PyTorch compatibility.

@@ -45,7 +45,7 @@ import numpy as np
 
 from minigrad.tensor import Tensor, allocation_tag, enable_grad, no_grad
 from minigrad.tensor.backend import array_module, cpu, transfer
-from minigrad.tensor.hooks import enter_phase, exit_phase, phase_observers
+from minigrad.tensor.hooks import enter_phase, exit_phase, phase_observers, scratch_release
 from minigrad.tensor.tensor import make_tensor
 
 __all__ = ["Optimizer", "required"]
@@ -262,14 +262,15 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        if phase_observers:  # minigrad.memory marks the optimizer phase
+        observed = bool(phase_observers)  # minigrad.memory marks the optimizer phase
+        if observed:
             enter_phase("optimizer", self)
-            try:
-                self._update_all()
-            finally:
-                exit_phase("optimizer", self)
-        else:
+        try:
             self._update_all()
+        finally:
+            scratch_release()  # the update kernels' scratch memory, while observed (update_kernels.py)
+            if observed:
+                exit_phase("optimizer", self)
         return loss
 
     def _update_all(self) -> None:
@@ -281,7 +282,11 @@ class Optimizer:
                         state = self.state[p]
                         if state:
                             _follow_parameter(p, state)
-                        self._update(p, state, group)
+                            self._update(p, state, group)
+                        else:  # its state is allocated now: no earlier update's scratch is alive then
+                            scratch_release()
+                            self._update(p, state, group)
+                            scratch_release()
 
     def _update(self, p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
         """Update one parameter ``p`` (whose ``.grad`` is set) in place; subclasses implement it."""

@@ -85,12 +85,14 @@ def _scratch_arrays(name: str, maximize=False, weight_decay=0.0, decoupled_weigh
 
 
 def _reporting_scratch(fn: Callable, count: Callable, device) -> Callable:
-    """``fn`` with its scratch memory (``count(**hyperparameters)`` arrays the size of ``param``) reported around it."""
+    """``fn`` with its scratch memory (``count(**hyperparameters)`` arrays the size of ``param``) reported.
+
+    The optimizer step holds one block for the updates that follow each other
+    (:func:`minigrad.tensor.hooks.scratch_hold`) and releases it where state is
+    allocated between two updates and when the step ends.
+    """
     def run(param, *arrays, **hyper):
-        key = hooks.scratch_begin(count(**hyper) * param.nbytes, device)
-        try:
-            return fn(param, *arrays, **hyper)
-        finally:
-            hooks.scratch_end(key)
+        hooks.scratch_hold(count(**hyper) * param.nbytes, device)
+        return fn(param, *arrays, **hyper)
 
     return run

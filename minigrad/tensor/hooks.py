@@ -81,7 +81,7 @@ __all__ = [
     "AllocationEvent", "add_allocation_observer", "remove_allocation_observer",
     "allocation_tag", "set_buffer_tag", "buffer_id", "live_buffers",
     "set_dtype_policy", "get_dtype_policy", "dtype_policy",
-    "ACTIVATION", "OUTPUT", "TEMPORARY", "GRADIENT", "TENSOR", "live_bytes", "report_temporary", "scratch", "scratch_begin", "scratch_end",
+    "ACTIVATION", "OUTPUT", "TEMPORARY", "GRADIENT", "TENSOR", "live_bytes", "report_temporary", "scratch", "scratch_begin", "scratch_end", "scratch_hold", "scratch_release",
     "add_allocation_guard", "remove_allocation_guard",
     "PhaseEvent", "add_phase_observer", "remove_phase_observer", "phase", "enter_phase", "exit_phase", "in_scope",
 ]
@@ -119,6 +119,7 @@ _phase_notify: tuple = ()
 _ids = itertools.count(1)
 _device_names: dict = {}  # device -> str(device), so reporting a buffer skips Device.__str__
 _last_device = _last_device_name = None  # the device of the latest report and its name (most reports repeat it)
+_held: tuple | None = None  # the scratch block of scratch_hold(): (key, nbytes, device)
 _live: dict[int, list] = {}  # id(root array) -> [buffer_id, nbytes, tag, device, op, weak reference]
 
 
@@ -352,11 +353,11 @@ def track_node(ctx, out, device) -> None:
     becomes an activation.
     """
     kept = ctx._saved or ()
-    for name in ctx.__dict__:
-        if name not in _NODE_FIELDS:  # what apply() itself stores on a node holds no arrays of the op's
-            kept = _with_attributes(ctx, kept)
-            break
+    if not ctx.__dict__.keys() <= _NODE_FIELDS:  # what apply() itself stores on a node holds no arrays of the op's
+        kept = _with_attributes(ctx, kept)
     op = ctx.op
+    out_root = out if out.base is None else _root(out)
+    out_key = id(out_root)
     saved_roots = []
     for array in kept:
         if type(array) is not _ndarray and not (hasattr(array, "nbytes") and hasattr(array, "base")):  # not a buffer
@@ -366,13 +367,13 @@ def track_node(ctx, out, device) -> None:
         saved_roots.append(key)
         record = _live.get(key)
         if record is None:
-            track(root, ACTIVATION, device, op)
+            if key != out_key:  # the output is reported below
+                track(root, ACTIVATION, device, op)
         elif record[2] == OUTPUT or record[2] == TEMPORARY:
             record[2] = ACTIVATION
             _emit("retag", record, op)
     # the output, as track() would report it (written out here: this runs once per recorded op)
-    out_root = out if out.base is None else _root(out)
-    key = id(out_root)
+    key = out_key
     if key in _live:
         return
     try:
@@ -452,6 +453,34 @@ def scratch_end(key: int | None) -> None:
         ev = _new_tuple(AllocationEvent, ("free", record[1], record[0], record[2], record[3], record[4], None))
         for fn in _notify:
             fn(ev)
+
+
+def scratch_hold(nbytes: int, device="cpu") -> None:
+    """Report at least ``nbytes`` of scratch memory as allocated until :func:`scratch_release`.
+
+    For work done in turns, each needing its own scratch and freeing it
+    before the next (an optimizer step's update of each parameter): one block
+    of the largest size asked so far stands for them all, so the peak is the
+    same as with a block per turn while each turn reports nothing new unless
+    it needs more. Release it before anything else is allocated between two
+    turns (the peak would otherwise count the block with it).
+    """
+    global _held
+    if not observers:
+        return
+    if _held is not None:
+        if _held[1] >= nbytes and _held[2] is device:
+            return
+        scratch_end(_held[0])
+    _held = (scratch_begin(nbytes, device), nbytes, device)
+
+
+def scratch_release() -> None:
+    """Report the block of :func:`scratch_hold` freed (nothing if none is held)."""
+    global _held
+    if _held is not None:
+        key, _held = _held[0], None
+        scratch_end(key)
 
 
 class scratch:
