@@ -18,7 +18,7 @@ parameter-group dicts); this stage imports only :mod:`minigrad.tensor`.
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (1,157 lines in all):
+The files that carry the chapter's ideas, in the order to read them (1,147 lines in all):
 
 1. ``optimizer.py`` (408 lines): :class:`Optimizer` — parameter groups,
    per-parameter state, ``zero_grad``, ``step``, ``state_dict``.
