@@ -227,15 +227,19 @@ def in_scope(owner, fn: Callable, args: tuple, kwargs: dict):
     (owner: the module called first, inputs: its positional arguments).
     """
     outermost = not scopes
-    if outermost:
-        enter_phase("forward", owner, args)
+    if outermost:  # enter_phase and exit_phase, written out: this runs for every model call
+        event = _new_tuple(PhaseEvent, ("enter", "forward", owner, args))
+        for observer in _phase_notify:
+            observer(event)
     scopes.append(owner)
     try:
         return fn(*args, **kwargs)
     finally:
         scopes.pop()
         if outermost:
-            exit_phase("forward", owner)
+            event = _new_tuple(PhaseEvent, ("exit", "forward", owner, ()))
+            for observer in _phase_notify:
+                observer(event)
 
 
 @contextmanager
