@@ -70,6 +70,9 @@ def track(model=None, optimizer=None, *, tracemalloc: bool = True, timeline: boo
     return Tracker(model, optimizer, tracemalloc=tracemalloc, timeline=timeline)
 
 
+_RELABEL = ("relabel", None, None, ())  # what _update_phase gives _on_phase: no phase starts or ends
+
+
 class _Mark:
     """What ``Tracker.phase(name)`` returns: the label holds until the next ``phase()``, or until the ``with`` ends."""
 
@@ -269,7 +272,7 @@ class Tracker:
             else:
                 self._context_op = name
             auto.append(name)
-        else:
+        elif kind == "exit":
             if name == "forward":
                 self._drain()
                 for module in self._called:  # what each module's forward left saved, now that they all returned
@@ -280,7 +283,14 @@ class Tracker:
                     self.step += 1
             if auto and auto[-1] == name:
                 auto.pop()
-        self._update_phase()
+        # the phase label (automatic phases and the hand-set one) and the context; a change is marked for the timeline
+        top = auto[-1] if auto else None
+        self._phase = top if self._manual is None else (f"{self._manual}:{top}" if top else self._manual)
+        context = (self.step, self._phase, self._context_op)
+        if context != self._context:
+            self._context = context
+            if self.record_timeline:
+                self._contexts.append((len(self._raw), context))
 
     def _start_forward(self, event) -> None:
         """Report what the model and its inputs held before the tracker saw them, then mark the phase."""
@@ -311,14 +321,8 @@ class Tracker:
         self._update_phase()
 
     def _update_phase(self) -> None:
-        """The phase label from the automatic phases and the hand-set one; a change is marked for the timeline."""
-        auto = self._auto[-1] if self._auto else None
-        self._phase = auto if self._manual is None else (f"{self._manual}:{auto}" if auto else self._manual)
-        context = (self.step, self._phase, self._context_op)
-        if context != self._context:
-            self._context = context
-            if self.record_timeline:
-                self._contexts.append((len(self._raw), context))
+        """Recompute the phase label and the context after a change that is not a phase event."""
+        self._on_phase(_RELABEL)
 
     # ------------------------------------------------------------------ what existed before the block
 

@@ -22,10 +22,10 @@ The files that carry the chapter's ideas, in the order to read them (1,147 lines
 
 1. ``optimizer.py`` (408 lines): :class:`Optimizer` — parameter groups,
    per-parameter state, ``zero_grad``, ``step``, ``state_dict``.
-2. ``functional.py`` (147 lines): the arithmetic of one step of SGD (momentum,
+2. ``functional.py`` (138 lines): the arithmetic of one step of SGD (momentum,
    Nesterov) and Adam, as functions on arrays: the chapter's exercises.
 3. ``sgd.py`` (82 lines): :class:`SGD`, the update wired to the bookkeeping.
-4. ``adam.py`` (123 lines): :class:`Adam` and :class:`AdamW` (L2 vs decoupled weight decay).
+4. ``adam.py`` (122 lines): :class:`Adam` and :class:`AdamW` (L2 vs decoupled weight decay).
 5. ``lr_scheduler.py`` (294 lines): ``LRScheduler`` and the schedules the
    chapter uses: ``StepLR``, ``CosineAnnealingLR``, ``warmup_cosine`` (built on ``LambdaLR``).
 6. ``accumulate.py`` (103 lines): :class:`GradientAccumulator`, the update of a
@@ -33,7 +33,7 @@ The files that carry the chapter's ideas, in the order to read them (1,147 lines
 
 Extensions (not on the reading path)
 ------------------------------------
-- ``update_kernels.py`` (98 lines): the device extension point: which function
+- ``update_kernels.py`` (84 lines): the device extension point: which function
   does an optimizer's arithmetic on a device type (``register_update_kernel``;
   ``minigrad.gpu`` plugs fused kernels in here).
 - ``rmsprop.py`` (142 lines): :class:`RMSprop` and its ``rmsprop_update``, for PyTorch compatibility.
