@@ -30,8 +30,8 @@ Invariants
 
 Why it stays cheap while active: the core appends each allocation event to
 the tracker's list (a C call, no Python code of the tracker runs per event);
-the events are counted in order when a phase starts or ends, or when a figure
-is read. Each event names the module running (its ``scope``), so module calls
+the events are counted in order when a model's forward ends, before anything
+is registered, or when a figure is read. Each event names the module running (its ``scope``), so module calls
 inside a model cost no call to the tracker either. ``benchmarks/memory_tracker_overhead.py``
 measures what remains on the MNIST MLP epoch.
 """
