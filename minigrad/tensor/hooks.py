@@ -340,14 +340,6 @@ def _device_name(device) -> str:
     return name
 
 
-def retag(array, tag: str, only_from: tuple[str, ...] | None = None, op: str | None = None) -> None:
-    """Relabel ``array``'s (known) buffer with ``tag``, if its tag is one of ``only_from`` (any, if None)."""
-    record = _live.get(id(_root(array)))
-    if record is not None and record[2] != tag and (only_from is None or record[2] in only_from):
-        record[2] = tag
-        _emit("retag", record, op)
-
-
 def track_node(ctx, out, device) -> None:
     """Report what a node just recorded keeps alive (as activations) and its output (called by ``apply``).
 
