@@ -11,7 +11,7 @@ Invariants
 - A registered kernel takes the same arguments as the default it replaces.
 - With no allocation observer registered the lookup adds nothing to a step
   but one dict lookup; with one, the scratch memory of each call is reported
-  (:func:`minigrad.tensor.hooks.scratch_reporter`: one block held across a step's updates).
+  (:func:`minigrad.tensor.hooks.scratch_hold`: one block held across a step's updates).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def update_kernel(name: str, device, default: Callable) -> Callable:
     key = (name, fn, device)
     reporting = _REPORTING.get(key)
     if reporting is None:
-        reporting = _REPORTING[key] = hooks.scratch_reporter(fn, count, device)
+        reporting = _REPORTING[key] = _reporting_scratch(fn, count, device)
     return reporting
 
 
@@ -82,3 +82,17 @@ def _scratch_arrays(name: str, maximize=False, weight_decay=0.0, decoupled_weigh
     if name == "rmsprop":  # (1 - alpha) * grad * grad; sqrt(v) + eps and grad / avg
         return 2 + negated_or_decayed + (momentum == 0)
     return 0
+
+
+def _reporting_scratch(fn: Callable, count: Callable, device) -> Callable:
+    """``fn`` with its scratch memory (``count(**hyperparameters)`` arrays the size of ``param``) reported.
+
+    The optimizer step holds one block for the updates that follow each other
+    (:func:`minigrad.tensor.hooks.scratch_hold`) and releases it where state is
+    allocated between two updates and when the step ends.
+    """
+    def run(param, *arrays, **hyper):
+        hooks.scratch_hold(count(**hyper) * param.nbytes, device)
+        return fn(param, *arrays, **hyper)
+
+    return run

@@ -52,8 +52,7 @@ def input_gradients(node, grad) -> tuple:
     observed = bool(hooks.observers)
     if observed:  # a sum of gradients made by the driver is reported when it is used
         device = node._device or (_passes[-1][1] if _passes else None)
-        if id(grad if grad.base is None else hooks._root(grad)) not in hooks._live:
-            hooks.track(grad, hooks.TEMPORARY, device, node.backward_op)
+        hooks.track(grad, hooks.TEMPORARY, device, node.backward_op)
     input_grads = node.backward(grad) if not node._bf16 else _bf16.backward(node, grad)
     if type(input_grads) is not tuple:
         input_grads = (input_grads,)
@@ -90,9 +89,7 @@ def store_grad(tensor: Tensor, grad) -> None:
     data = _own(grad)
     tensor._grad = make_tensor(data, tensor._device, tag=None)
     if hooks.observers:  # reported as a gradient (usually it was, by input_gradients); one in flight becomes one
-        record = hooks._live.get(id(data if data.base is None else hooks._root(data)))
-        if record is None or record[2] != hooks.GRADIENT:
-            hooks.track(data, hooks.GRADIENT, tensor._device, retag_from=(hooks.TEMPORARY,))
+        hooks.track(data, hooks.GRADIENT, tensor._device, retag_from=(hooks.TEMPORARY,))
 
 
 def add_grad(tensor: Tensor, grad) -> None:

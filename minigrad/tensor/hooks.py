@@ -81,7 +81,7 @@ __all__ = [
     "AllocationEvent", "add_allocation_observer", "remove_allocation_observer",
     "allocation_tag", "set_buffer_tag", "buffer_id", "live_buffers",
     "set_dtype_policy", "get_dtype_policy", "dtype_policy",
-    "ACTIVATION", "OUTPUT", "TEMPORARY", "GRADIENT", "TENSOR", "live_bytes", "report_temporary", "scratch", "scratch_begin", "scratch_end", "scratch_hold", "scratch_release", "scratch_reporter",
+    "ACTIVATION", "OUTPUT", "TEMPORARY", "GRADIENT", "TENSOR", "live_bytes", "report_temporary", "scratch", "scratch_begin", "scratch_end", "scratch_hold", "scratch_release",
     "add_allocation_guard", "remove_allocation_guard",
     "PhaseEvent", "add_phase_observer", "remove_phase_observer", "phase", "enter_phase", "exit_phase", "in_scope",
 ]
@@ -227,19 +227,15 @@ def in_scope(owner, fn: Callable, args: tuple, kwargs: dict):
     (owner: the module called first, inputs: its positional arguments).
     """
     outermost = not scopes
-    if outermost:  # enter_phase and exit_phase, written out: this runs for every model call
-        event = _new_tuple(PhaseEvent, ("enter", "forward", owner, args))
-        for observer in _phase_notify:
-            observer(event)
+    if outermost:
+        enter_phase("forward", owner, args)
     scopes.append(owner)
     try:
         return fn(*args, **kwargs)
     finally:
         scopes.pop()
         if outermost:
-            event = _new_tuple(PhaseEvent, ("exit", "forward", owner, ()))
-            for observer in _phase_notify:
-                observer(event)
+            exit_phase("forward", owner)
 
 
 @contextmanager
@@ -469,22 +465,6 @@ def scratch_hold(nbytes: int, device="cpu") -> None:
             return
         scratch_end(_held[0])
     _held = (scratch_begin(nbytes, device), nbytes, device)
-
-
-def scratch_reporter(fn: Callable, count: Callable, device) -> Callable:
-    """``fn(array, *args, **kwargs)`` holding ``count(**kwargs)`` arrays the size of ``array`` as scratch (:func:`scratch_hold`).
-
-    For an optimizer's update rule: ``array`` is the parameter, the keywords
-    its hyperparameters; the step releases the block (:func:`scratch_release`).
-    """
-    def run(array, *args, **kwargs):
-        nbytes = count(**kwargs) * array.nbytes
-        held = _held
-        if held is None or held[1] < nbytes or held[2] is not device:
-            scratch_hold(nbytes, device)
-        return fn(array, *args, **kwargs)
-
-    return run
 
 
 def scratch_release() -> None:
