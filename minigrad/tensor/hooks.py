@@ -364,26 +364,7 @@ def track_node(ctx, out, device) -> None:
         elif record[2] == OUTPUT or record[2] == TEMPORARY:
             record[2] = ACTIVATION
             _emit("retag", record, op)
-    # the output, as track() would report it (written out here: this runs once per recorded op)
-    key = out_key
-    if key in _live:
-        return
-    try:
-        ref = _BufferRef(out_root, _dead)
-    except TypeError:  # a NumPy scalar: no buffer
-        return
-    ref.key = key
-    name = _last_device_name if device is _last_device else _device_name(device)
-    tag = tag_override[-1] if tag_override else ACTIVATION if key in saved_roots else OUTPUT
-    nbytes = out_root.nbytes
-    buffer = next(_ids)
-    record = [buffer, nbytes, tag, name, op, ref]
-    if guards:
-        _reserve(record)
-    _live[key] = record
-    ev = _new_tuple(AllocationEvent, ("alloc", nbytes, buffer, tag, name, op, scopes[-1] if scopes else None))
-    for fn in _notify:
-        fn(ev)
+    track(out_root, ACTIVATION if out_key in saved_roots else OUTPUT, device, op)
 
 
 def _with_attributes(ctx, saved) -> list:
