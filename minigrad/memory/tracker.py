@@ -115,7 +115,6 @@ class Tracker:
         self._named: list = []  # keeps named modules alive so their ids stay theirs
         self._auto: list[str] = []  # automatic phases in progress
         self._manual: str | None = None
-        self._phase: str | None = None
         self._context_op: str | None = None  # names the allocations of a backward or optimizer step that no op made
         self._context: tuple | None = None  # (step, phase, context op) for the events that follow
         self._activation_by_module: dict[str, int] = {}
@@ -285,8 +284,8 @@ class Tracker:
                 auto.pop()
         # the phase label (automatic phases and the hand-set one) and the context; a change is marked for the timeline
         top = auto[-1] if auto else None
-        self._phase = top if self._manual is None else (f"{self._manual}:{top}" if top else self._manual)
-        context = (self.step, self._phase, self._context_op)
+        label = top if self._manual is None else (f"{self._manual}:{top}" if top else self._manual)
+        context = (self.step, label, self._context_op)
         if context != self._context:
             self._context = context
             if self.record_timeline:
