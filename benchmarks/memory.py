@@ -132,7 +132,7 @@ def main() -> None:
 
         r = tracker_overhead(args.steps, args.subset, args.chunk, args.rounds)
         print(f"1. tracker overhead, MNIST MLP epoch (batch 128, Adam, {r['steps']} steps, process CPU time, "
-              f"{len(r['rounds'])} rounds in their own processes): {r['overhead']:+.1%} (mean; rounds from "
+              f"{len(r['rounds'])} rounds in their own processes), one tracker around the epoch: {r['overhead']:+.1%} (mean; rounds from "
               f"{r['lowest']:+.1%} to {r['highest']:+.1%}), target <= 10 %; {r['events_per_step']:.0f} events/step")
     print("\n2. a steady training step: tracked peak vs estimate vs ground truth")
     print(peaks_table(CASES))

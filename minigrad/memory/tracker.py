@@ -38,6 +38,8 @@ measures what remains on the MNIST MLP epoch.
 
 from __future__ import annotations
 
+from itertools import repeat
+
 from minigrad.memory.categories import ACTIVATION, CATEGORIES, OTHER, category_of
 from minigrad.memory.categories import CATEGORY_OF_TAG
 from minigrad.memory.ground_truth import CupyPoolProbe, TracemallocProbe
@@ -119,7 +121,6 @@ class Tracker:
         self._context: tuple | None = None  # (step, phase, context op) for the events that follow
         self._activation_by_module: dict[str, int] = {}
         self._saved_by_module: dict[str, int] = {}
-        self._registering = False
         self._seen: set[int] = set()  # ids of the modules and optimizers whose existing tensors were reported
         self.tracemalloc_peak: int | None = None
         self.device_pool_peak: int | None = None
@@ -152,9 +153,11 @@ class Tracker:
         self._peak_by_category = dict(self._by_category)
         self._update_phase()
         if self.model is not None:
+            self._seen.add(id(self.model))
             self._name_modules(self.model)
             self._register_module(self.model)
         if self.optimizer is not None:
+            self._seen.add(id(self.optimizer))
             self._register_optimizer(self.optimizer)
         return self
 
@@ -193,31 +196,29 @@ class Tracker:
         by_category, by_module, names, seen = self._by_category, self._activation_by_module, self._names, self._called
         keep = self.record_timeline
         current, peak = self._current, self._peak
-        while index < end:
-            event = raw[index]
-            kind, nbytes, buffer, scope = event[0], event[1], event[2], event[6]
+        last_scope = last_module = None  # events come in runs from one module: its name is looked up once a run
+        for index in range(index, end):
+            kind, nbytes, buffer, tag, device, op, scope = raw[index]
+            module = None
             if scope is not None:  # the module running: its name
-                module = names.get(id(scope)) or type(scope).__name__
-                seen[module] = None
+                if scope is not last_scope:
+                    last_scope = scope
+                    last_module = names.get(id(scope)) or type(scope).__name__
+                    seen[last_module] = None
+                module = last_module
                 if keep:
-                    raw[index] = event[:6] + (module,)
-            else:
-                module = None
+                    raw[index] = (kind, nbytes, buffer, tag, device, op, module)
             if kind == "alloc":
-                category = category_of[buffer] = category_of_tag[event[3]]
+                category = category_of[buffer] = category_of_tag[tag]
                 if category == ACTIVATION and module is not None:
                     module_of[buffer] = module
                     by_module[module] = by_module.get(module, 0) + nbytes
-                if self._registering:
-                    self._preexisting += nbytes
                 by_category[category] += nbytes
                 current += nbytes
                 if current > peak:
                     peak = current
                     self._peak_by_category = by_category.copy()
                     self._peak_at = index
-                if self._sample_pool and event[4] != "cpu":
-                    self._pool.sample()
             elif kind == "free":
                 category = category_of.pop(buffer, None)
                 if category is None:
@@ -229,7 +230,7 @@ class Tracker:
                     current -= nbytes
             else:  # "retag": the bytes move to another category
                 previous = category_of.get(buffer)
-                category = category_of_tag[event[3]]
+                category = category_of_tag[tag]
                 if previous is None or previous == category:
                     self._uncounted.add(index)
                 else:
@@ -242,7 +243,6 @@ class Tracker:
                     by_category[previous] -= nbytes
                     by_category[category] += nbytes
                     self._previous[index] = previous
-            index += 1
         self._current, self._peak = current, peak
         if keep:
             self._counted = end
@@ -254,6 +254,8 @@ class Tracker:
         """The observer where events are counted as they come (timeline off, or the CuPy pool sampled)."""
         self._raw.append(event)
         self._drain()
+        if self._sample_pool and event[0] == "alloc" and event[4] != "cpu":
+            self._pool.sample()
 
     def _on_phase(self, event) -> None:
         # the events so far keep the phase and step they were made in (_contexts marks where the next start);
@@ -274,8 +276,8 @@ class Tracker:
         elif kind == "exit":
             if name == "forward":
                 self._drain()
-                for module in self._called:  # what each module's forward left saved, now that they all returned
-                    self._saved_by_module[module] = self._activation_by_module.get(module, 0)
+                called = self._called  # what each module's forward left saved, now that they all returned
+                self._saved_by_module.update(zip(called, map(self._activation_by_module.get, called, repeat(0))))
             else:
                 self._context_op = None
                 if name == "optimizer":
@@ -339,12 +341,12 @@ class Tracker:
     def _register(self, tensor, tag: str) -> None:
         if tensor is not None and hooks.buffer_id(tensor) is None:
             self._drain()
-            self._registering = True
+            before = self._current
             try:
                 hooks.set_buffer_tag(tensor, tag)
+            finally:  # what it reported (its buffer, the one new one) is what the tracker found there
                 self._drain()
-            finally:
-                self._registering = False
+                self._preexisting += self._current - before
 
     def _register_module(self, module) -> None:
         for tensor, tag in module_tensors(module):

@@ -51,48 +51,55 @@ def update_kernel(name: str, device, default: Callable) -> Callable:
     ``scratch_arrays(**hyperparameters)`` attribute (a fused kernel has none).
     """
     fn = _KERNELS.get((name, device.type))
+    kernel = default if fn is None else fn
     if not hooks.observers:
-        return default if fn is None else fn
-    if fn is None:
-        fn, count = default, partial(_scratch_arrays, name)
-    elif hasattr(fn, "scratch_arrays"):
-        count = fn.scratch_arrays
-    else:
-        return fn
-    key = (name, fn, device)
+        return kernel
+    key = (name, kernel, device)
     reporting = _REPORTING.get(key)
     if reporting is None:
-        reporting = _REPORTING[key] = _reporting_scratch(fn, count, device)
+        if fn is None:
+            count = partial(_scratch_arrays, name)
+        elif hasattr(fn, "scratch_arrays"):
+            count = partial(_declared_scratch_arrays, fn.scratch_arrays)
+        else:
+            count = None
+        reporting = _REPORTING[key] = kernel if count is None else _reporting_scratch(kernel, count, device)
     return reporting
 
 
-def _scratch_arrays(name: str, maximize=False, weight_decay=0.0, decoupled_weight_decay=False, nesterov=False,
-                    momentum=0.0, **_) -> int:
+def _scratch_arrays(name: str, hyper: dict) -> int:
     """How many parameter-sized scratch arrays the default update rule ``name`` holds at once, at most.
 
-    Counted from the code of the default rules (each ``a * b`` on whole arrays
-    makes one) and checked against tracemalloc by the tests. A new momentum
-    buffer is not scratch: it becomes optimizer state.
+    ``hyper``: the rule's keyword arguments. Counted from the code of the
+    default rules (each ``a * b`` on whole arrays makes one) and checked
+    against tracemalloc by the tests. A new momentum buffer is not scratch: it
+    becomes optimizer state.
     """
-    negated_or_decayed = bool(maximize or (weight_decay != 0 and not decoupled_weight_decay))
+    get = hyper.get
+    negated_or_decayed = bool(get("maximize") or (get("weight_decay", 0.0) != 0 and not get("decoupled_weight_decay")))
     if name == "adam":  # (1 - beta2) * grad * grad; later sqrt(v) and m / denom
         return 2 + negated_or_decayed
     if name == "sgd":  # lr * d
-        return 1 + negated_or_decayed + bool(nesterov)
+        return 1 + negated_or_decayed + bool(get("nesterov"))
     if name == "rmsprop":  # (1 - alpha) * grad * grad; sqrt(v) + eps and grad / avg
-        return 2 + negated_or_decayed + (momentum == 0)
+        return 2 + negated_or_decayed + (get("momentum", 0.0) == 0)
     return 0
 
 
+def _declared_scratch_arrays(declared: Callable, hyper: dict) -> int:
+    """The count a registered kernel declares (its ``scratch_arrays(**hyperparameters)``)."""
+    return declared(**hyper)
+
+
 def _reporting_scratch(fn: Callable, count: Callable, device) -> Callable:
-    """``fn`` with its scratch memory (``count(**hyperparameters)`` arrays the size of ``param``) reported.
+    """``fn`` with its scratch memory (``count(hyperparameters)`` arrays the size of ``param``) reported.
 
     The optimizer step holds one block for the updates that follow each other
     (:func:`minigrad.tensor.hooks.scratch_hold`) and releases it where state is
     allocated between two updates and when the step ends.
     """
     def run(param, *arrays, **hyper):
-        hooks.scratch_hold(count(**hyper) * param.nbytes, device)
+        hooks.scratch_hold(count(hyper) * param.nbytes, device)
         return fn(param, *arrays, **hyper)
 
     return run

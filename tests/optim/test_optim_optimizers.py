@@ -359,6 +359,37 @@ def test_register_update_kernel_plugs_in_a_custom_rule():
     assert optim.update_kernel("sgd", mt.cpu, optim.functional.sgd_update) is optim.functional.sgd_update
 
 
+def _scratch_reported_by_a_step(kernel) -> list[int]:
+    """Bytes of each scratch block (temporary, made by no op) reported by one SGD step with ``kernel`` registered
+    (None: the default rule)."""
+    events = []
+    previous = optim.register_update_kernel("sgd", "cpu", kernel)
+    try:
+        a = mt.zeros(10, requires_grad=True)
+        opt = optim.SGD([a], lr=0.1, momentum=0.9)
+        a.grad = mt.ones(10)
+        opt.step()  # allocates the momentum buffer
+        with hooks.add_allocation_observer(events.append):
+            opt.step()
+    finally:
+        optim.register_update_kernel("sgd", "cpu", previous)
+    return [e.nbytes for e in events if e.event == "alloc" and e.tag == "temporary" and e.op is None]
+
+
+def test_a_registered_kernel_reports_the_scratch_it_declares_and_none_without_a_declaration():
+    def declaring_sgd(param, grad, buf, **kw):
+        return optim.functional.sgd_update(param, grad, buf, **kw)
+
+    declaring_sgd.scratch_arrays = lambda nesterov=False, **kw: 3 + bool(nesterov)  # takes the keyword arguments
+
+    def silent_sgd(param, grad, buf, **kw):
+        return optim.functional.sgd_update(param, grad, buf, **kw)
+
+    assert _scratch_reported_by_a_step(declaring_sgd) == [3 * 10 * 4]
+    assert _scratch_reported_by_a_step(silent_sgd) == []
+    assert _scratch_reported_by_a_step(None) == [1 * 10 * 4]  # the default rule (None restores it): lr * d
+
+
 def test_functional_updates_do_not_touch_grad():
     rng = np.random.default_rng(4)
     p, g = rng.normal(size=5), rng.normal(size=5)
