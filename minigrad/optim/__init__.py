@@ -18,14 +18,14 @@ parameter-group dicts); this stage imports only :mod:`minigrad.tensor`.
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (1,147 lines in all):
+The files that carry the chapter's ideas, in the order to read them (1,142 lines in all):
 
 1. ``optimizer.py`` (408 lines): :class:`Optimizer` — parameter groups,
    per-parameter state, ``zero_grad``, ``step``, ``state_dict``.
 2. ``functional.py`` (138 lines): the arithmetic of one step of SGD (momentum,
    Nesterov) and Adam, as functions on arrays: the chapter's exercises.
-3. ``sgd.py`` (82 lines): :class:`SGD`, the update wired to the bookkeeping.
-4. ``adam.py`` (122 lines): :class:`Adam` and :class:`AdamW` (L2 vs decoupled weight decay).
+3. ``sgd.py`` (80 lines): :class:`SGD`, the update wired to the bookkeeping.
+4. ``adam.py`` (119 lines): :class:`Adam` and :class:`AdamW` (L2 vs decoupled weight decay).
 5. ``lr_scheduler.py`` (294 lines): ``LRScheduler`` and the schedules the
    chapter uses: ``StepLR``, ``CosineAnnealingLR``, ``warmup_cosine`` (built on ``LambdaLR``).
 6. ``accumulate.py`` (103 lines): :class:`GradientAccumulator`, the update of a
@@ -33,10 +33,10 @@ The files that carry the chapter's ideas, in the order to read them (1,147 lines
 
 Extensions (not on the reading path)
 ------------------------------------
-- ``update_kernels.py`` (105 lines): the device extension point: which function
+- ``update_kernels.py`` (91 lines): the device extension point: which function
   does an optimizer's arithmetic on a device type (``register_update_kernel``;
   ``minigrad.gpu`` plugs fused kernels in here).
-- ``rmsprop.py`` (142 lines): :class:`RMSprop` and its ``rmsprop_update``, for PyTorch compatibility.
+- ``rmsprop.py`` (139 lines): :class:`RMSprop` and its ``rmsprop_update``, for PyTorch compatibility.
 - ``lr_scheduler_extras.py`` (168 lines): ``MultiStepLR``, ``ExponentialLR``,
   ``LinearLR`` and ``SequentialLR``, for PyTorch compatibility (also importable
   as ``lr_scheduler.MultiStepLR`` and so on).
@@ -48,9 +48,9 @@ from minigrad.optim.adam import Adam, AdamW
 from minigrad.optim.optimizer import Optimizer, required
 from minigrad.optim.rmsprop import RMSprop
 from minigrad.optim.sgd import SGD
-from minigrad.optim.update_kernels import register_update_kernel, update_kernel
+from minigrad.optim.update_kernels import register_update_kernel, run_update, update_kernel
 
 __all__ = [
     "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "GradientAccumulator", "lr_scheduler", "functional",
-    "required", "register_update_kernel", "update_kernel",
+    "required", "register_update_kernel", "update_kernel", "run_update",
 ]

@@ -6,7 +6,7 @@ from typing import Any, Iterable
 
 from minigrad.optim import functional
 from minigrad.optim.optimizer import Optimizer, _bump, check_number
-from minigrad.optim.update_kernels import update_kernel
+from minigrad.optim.update_kernels import run_update
 from minigrad.tensor import Tensor
 
 __all__ = ["Adam", "AdamW"]
@@ -72,22 +72,19 @@ class Adam(Optimizer):
         state["step"] += 1
         max_sq = state.get("max_exp_avg_sq") if group["amsgrad"] else None
         beta1, beta2 = group["betas"]
-        update_kernel("adam", p.device, functional.adam_update)(
-            p._data,
-            p.grad._data,
-            state["exp_avg"]._data,
-            state["exp_avg_sq"]._data,
-            None if max_sq is None else max_sq._data,
-            step=state["step"],
-            lr=group["lr"],
-            beta1=beta1,
-            beta2=beta2,
-            eps=group["eps"],
-            weight_decay=group["weight_decay"],
-            decoupled_weight_decay=self._decoupled_weight_decay,
-            amsgrad=group["amsgrad"],
-            maximize=group["maximize"],
-        )
+        arrays = (p._data, p.grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data,
+                  None if max_sq is None else max_sq._data)
+        run_update("adam", p, functional.adam_update, arrays, {
+            "step": state["step"],
+            "lr": group["lr"],
+            "beta1": beta1,
+            "beta2": beta2,
+            "eps": group["eps"],
+            "weight_decay": group["weight_decay"],
+            "decoupled_weight_decay": self._decoupled_weight_decay,
+            "amsgrad": group["amsgrad"],
+            "maximize": group["maximize"],
+        })
         _bump(p, state["exp_avg"], state["exp_avg_sq"], max_sq)
 
 

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from minigrad.optim.optimizer import Optimizer, _bump, check_number
-from minigrad.optim.update_kernels import update_kernel
+from minigrad.optim.update_kernels import run_update
 from minigrad.tensor import Tensor
 
 __all__ = ["RMSprop", "rmsprop_update"]
@@ -75,20 +75,17 @@ class RMSprop(Optimizer):
         state["step"] += 1
         grad_avg = state.get("grad_avg") if group["centered"] else None
         buf = state.get("momentum_buffer") if group["momentum"] > 0 else None
-        update_kernel("rmsprop", p.device, rmsprop_update)(
-            p._data,
-            p.grad._data,
-            state["square_avg"]._data,
-            None if grad_avg is None else grad_avg._data,
-            None if buf is None else buf._data,
-            lr=group["lr"],
-            alpha=group["alpha"],
-            eps=group["eps"],
-            weight_decay=group["weight_decay"],
-            momentum=group["momentum"],
-            centered=group["centered"],
-            maximize=group["maximize"],
-        )
+        arrays = (p._data, p.grad._data, state["square_avg"]._data, None if grad_avg is None else grad_avg._data,
+                  None if buf is None else buf._data)
+        run_update("rmsprop", p, rmsprop_update, arrays, {
+            "lr": group["lr"],
+            "alpha": group["alpha"],
+            "eps": group["eps"],
+            "weight_decay": group["weight_decay"],
+            "momentum": group["momentum"],
+            "centered": group["centered"],
+            "maximize": group["maximize"],
+        })
         _bump(p, state["square_avg"], grad_avg, buf)
 
 

@@ -6,7 +6,7 @@ from typing import Any, Iterable
 
 from minigrad.optim import functional
 from minigrad.optim.optimizer import Optimizer, _bump, check_number, required
-from minigrad.optim.update_kernels import update_kernel
+from minigrad.optim.update_kernels import run_update
 from minigrad.tensor import Tensor
 
 __all__ = ["SGD"]
@@ -66,17 +66,15 @@ class SGD(Optimizer):
 
     def _update(self, p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
         buf = state.get("momentum_buffer")
-        new_buf = update_kernel("sgd", p.device, functional.sgd_update)(
-            p._data,
-            p.grad._data,
-            None if buf is None else buf._data,
-            lr=group["lr"],
-            momentum=group["momentum"],
-            dampening=group["dampening"],
-            weight_decay=group["weight_decay"],
-            nesterov=group["nesterov"],
-            maximize=group["maximize"],
-        )
+        arrays = (p._data, p.grad._data, None if buf is None else buf._data)
+        new_buf = run_update("sgd", p, functional.sgd_update, arrays, {
+            "lr": group["lr"],
+            "momentum": group["momentum"],
+            "dampening": group["dampening"],
+            "weight_decay": group["weight_decay"],
+            "nesterov": group["nesterov"],
+            "maximize": group["maximize"],
+        })
         if buf is None and new_buf is not None:  # the first step made the buffer
             state["momentum_buffer"] = buf = self._wrap_state(new_buf, p)
         _bump(p, buf)

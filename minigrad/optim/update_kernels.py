@@ -1,30 +1,32 @@
 """Update kernels per device type: the optimizers' device extension point.
 
-Each optimizer asks ``update_kernel(name, device, default)`` for the function
-that does its arithmetic on one parameter (``"sgd"``, ``"adam"``,
-``"rmsprop"``). Nothing registered: the plain NumPy rule it passes as
-``default`` (:mod:`minigrad.optim.functional`, ``rmsprop.rmsprop_update``).
-A later stage (fused CUDA kernels in ``minigrad.gpu``) or a learner's own rule
-plugs in with ``register_update_kernel`` without patching the optimizers.
+Each optimizer runs its arithmetic on one parameter through
+``run_update(name, param, default, arrays, hyper)`` (``"sgd"``, ``"adam"``,
+``"rmsprop"``): the kernel registered for the parameter's device type, else
+the plain NumPy rule it passes as ``default``
+(:mod:`minigrad.optim.functional`, ``rmsprop.rmsprop_update``). A later stage
+(fused CUDA kernels in ``minigrad.gpu``) or a learner's own rule plugs in
+with ``register_update_kernel`` without patching the optimizers;
+``update_kernel`` says which function would run.
 
 Invariants
 - A registered kernel takes the same arguments as the default it replaces.
-- With no allocation observer registered the lookup adds nothing to a step
-  but one dict lookup; with one, the scratch memory of each call is reported
-  (:func:`minigrad.tensor.hooks.scratch_hold`: one block held across a step's updates).
+- With no allocation observer registered, choosing the kernel adds one dict
+  lookup to an update; with one, the scratch memory of each update is reported
+  first (:func:`minigrad.tensor.hooks.scratch_hold`: one block held across a
+  step's updates), counted from the keyword arguments without calling
+  anything through them twice.
 """
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Callable
 
 from minigrad.tensor import hooks
 
-__all__ = ["register_update_kernel", "update_kernel"]
+__all__ = ["register_update_kernel", "update_kernel", "run_update"]
 
 _KERNELS: dict[tuple[str, str], Callable] = {}
-_REPORTING: dict[tuple, Callable] = {}  # (name, kernel, device) -> the kernel reporting its scratch memory
 
 
 def register_update_kernel(name: str, device_type: str, fn: Callable | None) -> Callable | None:
@@ -43,28 +45,31 @@ def register_update_kernel(name: str, device_type: str, fn: Callable | None) -> 
 
 
 def update_kernel(name: str, device, default: Callable) -> Callable:
-    """The update rule ``name`` for tensors on ``device``: a registered one, else ``default``.
+    """The update rule ``name`` for tensors on ``device``: a registered one, else ``default``."""
+    fn = _KERNELS.get((name, device.type))
+    return default if fn is None else fn
+
+
+def run_update(name: str, param, default: Callable, arrays: tuple, hyper: dict):
+    """``kernel(*arrays, **hyper)`` with the update rule ``name`` for ``param`` (a tensor); returns its result.
 
     While allocation observers are registered, the rule's scratch memory is
-    reported (held until the optimizer step releases it): for the defaults, the count of
-    :func:`_scratch_arrays`; a registered kernel may declare its own with a
-    ``scratch_arrays(**hyperparameters)`` attribute (a fused kernel has none).
+    reported first, held until the optimizer step releases it: for the
+    defaults, the count of :func:`_scratch_arrays`; a registered kernel may
+    declare its own with a ``scratch_arrays(**hyperparameters)`` attribute (a
+    fused kernel has none, and reports none).
     """
+    device = param._device
     fn = _KERNELS.get((name, device.type))
-    kernel = default if fn is None else fn
-    if not hooks.observers:
-        return kernel
-    key = (name, kernel, device)
-    reporting = _REPORTING.get(key)
-    if reporting is None:
+    if hooks.observers:
         if fn is None:
-            count = partial(_scratch_arrays, name)
-        elif hasattr(fn, "scratch_arrays"):
-            count = partial(_declared_scratch_arrays, fn.scratch_arrays)
+            count = _scratch_arrays(name, hyper)
         else:
-            count = None
-        reporting = _REPORTING[key] = kernel if count is None else _reporting_scratch(kernel, count, device)
-    return reporting
+            declared = getattr(fn, "scratch_arrays", None)
+            count = 0 if declared is None else declared(**hyper)
+        if count:
+            hooks.scratch_hold(count * param._data.nbytes, device)
+    return (default if fn is None else fn)(*arrays, **hyper)
 
 
 def _scratch_arrays(name: str, hyper: dict) -> int:
@@ -84,22 +89,3 @@ def _scratch_arrays(name: str, hyper: dict) -> int:
     if name == "rmsprop":  # (1 - alpha) * grad * grad; sqrt(v) + eps and grad / avg
         return 2 + negated_or_decayed + (get("momentum", 0.0) == 0)
     return 0
-
-
-def _declared_scratch_arrays(declared: Callable, hyper: dict) -> int:
-    """The count a registered kernel declares (its ``scratch_arrays(**hyperparameters)``)."""
-    return declared(**hyper)
-
-
-def _reporting_scratch(fn: Callable, count: Callable, device) -> Callable:
-    """``fn`` with its scratch memory (``count(hyperparameters)`` arrays the size of ``param``) reported.
-
-    The optimizer step holds one block for the updates that follow each other
-    (:func:`minigrad.tensor.hooks.scratch_hold`) and releases it where state is
-    allocated between two updates and when the step ends.
-    """
-    def run(param, *arrays, **hyper):
-        hooks.scratch_hold(count(hyper) * param.nbytes, device)
-        return fn(param, *arrays, **hyper)
-
-    return run
