@@ -33,7 +33,7 @@ The files that carry the chapter's ideas, in the order to read them (1,142 lines
 
 Extensions (not on the reading path)
 ------------------------------------
-- ``update_kernels.py`` (91 lines): the device extension point: which function
+- ``update_kernels.py`` (90 lines): the device extension point: which function
   does an optimizer's arithmetic on a device type (``register_update_kernel``;
   ``minigrad.gpu`` plugs fused kernels in here).
 - ``rmsprop.py`` (139 lines): :class:`RMSprop` and its ``rmsprop_update``, for PyTorch compatibility.

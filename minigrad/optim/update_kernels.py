@@ -14,8 +14,7 @@ Invariants
 - With no allocation observer registered, choosing the kernel adds one dict
   lookup to an update; with one, the scratch memory of each update is reported
   first (:func:`minigrad.tensor.hooks.scratch_hold`: one block held across a
-  step's updates), counted from the keyword arguments without calling
-  anything through them twice.
+  step's updates), counted from the keyword dict the kernel gets.
 """
 
 from __future__ import annotations
