@@ -24,12 +24,12 @@ recorded training step.
 
 Reading order
 -------------
-Tracking, then the allocator from the rules up (1,264 lines in all):
+Tracking, then the allocator from the rules up (1,265 lines in all):
 
 1. ``categories.py`` (40 lines): the seven memory categories and which allocation tag falls into which.
 2. ``storage.py`` (39 lines): the bytes a set of tensors holds, each buffer once (exercise 8.1).
 3. ``step_arithmetic.py`` (50 lines): a Linear + ReLU MLP's step memory by category, from shapes (exercise 8.2).
-4. ``tracker.py`` (449 lines): ``track()``: bytes by category, the peak split, phases, bytes saved per module.
+4. ``tracker.py`` (450 lines): ``track()``: bytes by category, the peak split, phases, bytes saved per module.
 5. ``timeline.py`` (100 lines): the timeline's rows and their running totals per category.
 6. ``sizes.py`` (64 lines): rounding, the two pools, segment sizes, when to split.
 7. ``blocks.py`` (69 lines): segments and the blocks that tile them.

@@ -301,7 +301,8 @@ class Tracker:
             self._name_modules(owner)
             self._register_module(owner)
         for value in event.inputs:
-            if hasattr(value, "_data") and hooks.buffer_id(value) is None:
+            data = getattr(value, "_data", None)  # a tensor's array; known already unless the block got it from outside
+            if data is not None and id(data) not in hooks.reported and hooks.buffer_id(value) is None:
                 self._register(value, "input")
         self._called = dict.fromkeys(self._module_names.get(id(owner), ()))  # in order; more join as they run
 

@@ -48,7 +48,7 @@ The Tensor's methods and the helpers of the core, each named for what it does:
 - ``inplace_ops.py`` (77 lines): ``add_``, ``sub_``, ``mul_``, ``div_``, ``x[key] = v``, ``fill_``, ``zero_``, ``copy_``, by ``inplace.py``'s rules.
 - ``inplace_writes.py`` (46 lines): writing into memory unrecorded, and NumPy's refusals as clear errors.
 - ``gradcheck_result.py`` (35 lines): what ``gradcheck`` reports, and its error.
-- ``backward_steps.py`` (153 lines): what the backward pass does besides its algorithm: a
+- ``backward_steps.py`` (157 lines): what the backward pass does besides its algorithm: a
   node's ``backward`` run and checked, a gradient stored in ``.grad`` without a needless copy, the seed.
 
 The op catalogue: every op is a :class:`Function` built as ``function.py``
@@ -79,7 +79,7 @@ precision, checkpointing), which plug in here instead of patching the core:
 
 - ``backend.py`` (197 lines): the device registry (NumPy on the CPU, CuPy for ``"cuda"`` later).
 - ``dispatch.py`` (128 lines): a device type's own kernel for an op.
-- ``hooks.py`` (524 lines): allocation observers and guards, phase observers and scopes, the dtype policy (autocast).
+- ``hooks.py`` (530 lines): allocation observers and guards, phase observers and scopes, the dtype policy (autocast).
 - ``bfloat16_compute.py`` (102 lines): ops on bfloat16 data computed in float32, rounded once.
 - ``fast_float16.py`` (43 lines): speed path — float16 matrix products on the
   CPU computed in float32 (NumPy's own are ~200x slower), equal to the clear

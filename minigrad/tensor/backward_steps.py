@@ -52,7 +52,8 @@ def input_gradients(node, grad) -> tuple:
     observed = bool(hooks.observers)
     if observed:  # a sum of gradients made by the driver is reported when it is used
         device = node._device or (_passes[-1][1] if _passes else None)
-        hooks.track(grad, hooks.TEMPORARY, device, node.backward_op)
+        if grad.base is not None or id(grad) not in hooks.reported:  # (most were reported by the node that made them)
+            hooks.track(grad, hooks.TEMPORARY, device, node.backward_op)
     input_grads = node.backward(grad) if not node._bf16 else _bf16.backward(node, grad)
     if type(input_grads) is not tuple:
         input_grads = (input_grads,)
@@ -89,7 +90,9 @@ def store_grad(tensor: Tensor, grad) -> None:
     data = _own(grad)
     tensor._grad = make_tensor(data, tensor._device, tag=None)
     if hooks.observers:  # reported as a gradient (usually it was, by input_gradients); one in flight becomes one
-        hooks.track(data, hooks.GRADIENT, tensor._device, retag_from=(hooks.TEMPORARY,))
+        record = hooks.reported.get(id(data)) if data.base is None else None
+        if record is None or record[2] != hooks.GRADIENT:
+            hooks.track(data, hooks.GRADIENT, tensor._device, retag_from=(hooks.TEMPORARY,))
 
 
 def add_grad(tensor: Tensor, grad) -> None:

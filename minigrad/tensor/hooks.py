@@ -46,7 +46,9 @@ allocation observer is registered (register one beside the guard).
 
 When no observer is registered the cost is one truthiness test per new tensor.
 Buffers that existed before the first observer was registered are reported
-the first time a new tensor is made on them.
+the first time a new tensor is made on them. ``reported`` is the registry
+itself, read-only: for an array that owns its memory, ``id(array) in
+reported`` says without a call whether its buffer was reported and lives.
 
 **Phase observers** (also for ``minigrad.memory``): a callable receiving a
 :class:`PhaseEvent` when a phase of training starts (``"enter"``) or ends
@@ -84,6 +86,7 @@ __all__ = [
     "ACTIVATION", "OUTPUT", "TEMPORARY", "GRADIENT", "TENSOR", "live_bytes", "report_temporary", "scratch", "scratch_begin", "scratch_end", "scratch_hold", "scratch_release",
     "add_allocation_guard", "remove_allocation_guard",
     "PhaseEvent", "add_phase_observer", "remove_phase_observer", "phase", "enter_phase", "exit_phase", "in_scope",
+    "reported",
 ]
 
 ACTIVATION, OUTPUT, TEMPORARY, GRADIENT, TENSOR = "activation", "output", "temporary", "gradient", "tensor"
@@ -121,6 +124,9 @@ _device_names: dict = {}  # device -> str(device), so reporting a buffer skips D
 _last_device = _last_device_name = None  # the device of the latest report and its name (most reports repeat it)
 _held: tuple | None = None  # the scratch block of scratch_hold(): (key, nbytes, device)
 _live: dict[int, list] = {}  # id(root array) -> [buffer_id, nbytes, tag, device, op, weak reference]
+# The same dict, read by the core's hot paths: for an array that owns its memory (``array.base is None``),
+# ``reported.get(id(array))`` is its record (tag at index 2) while it lives, None if it was never reported.
+reported = _live
 
 
 class RemovableHandle:

@@ -224,3 +224,33 @@ def test_report_temporary_shows_a_scratch_array_until_it_goes_away(events):
     hooks.report_temporary(np.ones(3))  # nobody observes: nothing happens
     mt.add_allocation_observer(events.append)
     assert len(events) == handle_events
+
+
+def test_a_gradient_summed_from_two_consumers_is_reported_before_the_node_uses_it(events):
+    from minigrad.tensor.function import Function
+
+    received = []
+
+    class Probe(Function):  # records whether the gradient it receives is a reported buffer, and its tag
+        def forward(ctx, a):
+            return a * 1.0
+
+        def backward(ctx, grad):
+            root = grad if grad.base is None else hooks._root(grad)
+            record = hooks.reported.get(id(root))
+            received.append(None if record is None else record[2])
+            return grad
+
+    x = mt.randn(5, requires_grad=True)
+    h = Probe.apply(x)
+    (h * 3.0 + h * 4.0).sum().backward()  # h has two consumers: its gradient is their sum, made by backward()
+    assert received == ["temporary"]
+
+
+def test_a_retained_gradient_in_flight_becomes_a_gradient(events):
+    x = mt.randn(4, 3, requires_grad=True)
+    h = x * 2.0
+    h.retain_grad()
+    (h * 3.0).sum().backward()  # h's gradient is reported in flight (temporary), then kept as h.grad
+    assert hooks.live_buffers()[hooks.buffer_id(h.grad)][1] == "gradient"
+    assert hooks.live_buffers()[hooks.buffer_id(x.grad)][1] == "gradient"
