@@ -2,12 +2,12 @@
 
 Reading order
 -------------
-The files that carry the chapters' ideas, in the order to read them (2,142 lines in all):
+The files that carry the chapters' ideas, in the order to read them (2,155 lines in all):
 
 Chapter 05 (training on MNIST):
 
 1. ``parameter.py`` (64 lines): :class:`Parameter`, a leaf tensor a module learns.
-2. ``module.py`` (542 lines): :class:`Module` — attributes registered in
+2. ``module.py`` (555 lines): :class:`Module` — attributes registered in
    ``__setattr__``, the tree walk behind ``parameters()``, ``state_dict``
    (exercise 5.1), ``train``/``eval``, ``to`` — and :class:`Sequential`.
 3. ``functional/linear.py`` (99 lines): ``x @ W.T + b`` as one node, forward

@@ -31,7 +31,7 @@ from typing import Iterator
 from minigrad.nn.parameter import BUFFER_TAG, PARAMETER_TAG, Parameter
 from minigrad.tensor import Tensor, as_tensor, device as as_device, no_grad, set_buffer_tag
 from minigrad.tensor.dtypes import as_dtype, is_floating_point
-from minigrad.tensor.hooks import in_scope, phase_observers, scopes
+from minigrad.tensor.hooks import enter_phase, exit_phase, phase_observers, scopes
 from minigrad.tensor.tensor import parse_to_args
 
 __all__ = ["Module", "Sequential", "IncompatibleKeys"]
@@ -65,14 +65,17 @@ class Module:
         )
 
     def __call__(self, *args, **kwargs):
-        if phase_observers:  # minigrad.memory: which module allocates, and the model's forward phase
-            if not scopes:
-                return in_scope(self, self.forward, args, kwargs)
-            scopes.append(self)  # a module inside another: in_scope without the call
+        if phase_observers:  # minigrad.memory: which module allocates (scopes), and the model's forward phase
+            outermost = not scopes
+            if outermost:
+                enter_phase("forward", self, args)
+            scopes.append(self)
             try:
                 return self.forward(*args, **kwargs)
             finally:
                 scopes.pop()
+                if outermost:
+                    exit_phase("forward", self)
         return self.forward(*args, **kwargs)
 
     # ------------------------------------------------------------------ registration

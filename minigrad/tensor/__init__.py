@@ -79,7 +79,7 @@ precision, checkpointing), which plug in here instead of patching the core:
 
 - ``backend.py`` (197 lines): the device registry (NumPy on the CPU, CuPy for ``"cuda"`` later).
 - ``dispatch.py`` (128 lines): a device type's own kernel for an op.
-- ``hooks.py`` (530 lines): allocation observers and guards, phase observers and scopes, the dtype policy (autocast).
+- ``hooks.py`` (511 lines): allocation observers and guards, phase observers and scopes, the dtype policy (autocast).
 - ``bfloat16_compute.py`` (102 lines): ops on bfloat16 data computed in float32, rounded once.
 - ``fast_float16.py`` (43 lines): speed path — float16 matrix products on the
   CPU computed in float32 (NumPy's own are ~200x slower), equal to the clear

@@ -55,8 +55,9 @@ reported`` says without a call whether its buffer was reported and lives.
 (``"exit"``): ``"forward"`` around the outermost module call (``owner`` is the
 module), ``"backward"`` around ``backward()`` (``owner`` is the tensor) and
 ``"optimizer"`` around ``Optimizer.step`` (``owner`` is the optimizer). While
-any is registered, every module call runs in :func:`in_scope`, so each
-allocation event names the module running (``scope``) without a call per
+any is registered, every module call pushes its module on ``scopes`` for the
+length of its forward (the outermost one also sends the "forward" phase), so
+each allocation event names the module running (``scope``) without a call per
 module to anyone. The callers test ``phase_observers`` first, so the cost with
 none registered is one truthiness test per module call, backward or step.
 
@@ -85,7 +86,7 @@ __all__ = [
     "set_dtype_policy", "get_dtype_policy", "dtype_policy",
     "ACTIVATION", "OUTPUT", "TEMPORARY", "GRADIENT", "TENSOR", "live_bytes", "report_temporary", "scratch", "scratch_begin", "scratch_end", "scratch_hold", "scratch_release",
     "add_allocation_guard", "remove_allocation_guard",
-    "PhaseEvent", "add_phase_observer", "remove_phase_observer", "phase", "enter_phase", "exit_phase", "in_scope",
+    "PhaseEvent", "add_phase_observer", "remove_phase_observer", "phase", "enter_phase", "exit_phase",
     "reported",
 ]
 
@@ -95,8 +96,8 @@ AllocationEvent = namedtuple("AllocationEvent", "event nbytes buffer_id tag devi
 AllocationEvent.__doc__ = """One allocation event: ``event`` is "alloc", "free" or "retag" (for guards: "reserve",
 "cancel"); ``nbytes`` the buffer's
 exact size; ``buffer_id`` a number unique to the buffer; ``tag`` its category; ``device`` e.g. "cpu";
-``op`` the op that made (or, for "retag", saved) it, None if none; ``scope`` the innermost call running in
-:func:`in_scope` when it happened (the module whose forward runs), None outside any."""
+``op`` the op that made (or, for "retag", saved) it, None if none; ``scope`` the innermost entry of ``scopes``
+when it happened (the module whose forward runs), None outside any."""
 
 PhaseEvent = namedtuple("PhaseEvent", "event phase owner inputs", defaults=((),))
 PhaseEvent.__doc__ = """A phase starts (``event`` "enter") or ends ("exit"): ``phase`` is "forward", "backward" or
@@ -111,7 +112,7 @@ _NODE_FIELDS = frozenset({"_saved", "_parents", "output_shape", "output_dtype", 
 observers: list[Callable[[AllocationEvent], None]] = []
 tag_override: list[str] = []
 phase_observers: list[Callable[[PhaseEvent], None]] = []
-scopes: list = []  # the in_scope() calls in progress (the modules running), innermost last
+scopes: list = []  # the module calls in progress (the modules whose forward runs), innermost last
 guards: list[Callable[[AllocationEvent], None]] = []
 policy: Callable | None = None
 # What the hot path iterates: copies of the lists above, remade by the add/remove functions (so an observer may
@@ -222,26 +223,6 @@ def exit_phase(name: str, owner=None) -> None:
     event = _new_tuple(PhaseEvent, ("exit", name, owner, ()))
     for fn in _phase_notify:
         fn(event)
-
-
-def in_scope(owner, fn: Callable, args: tuple, kwargs: dict):
-    """``fn(*args, **kwargs)`` with ``owner`` as the events' ``scope``; the outermost such call is a "forward" phase.
-
-    ``minigrad.nn`` runs every module's forward through it while phase
-    observers are registered: the allocation events then name the module
-    running, and the phase observers hear of the whole model's forward once
-    (owner: the module called first, inputs: its positional arguments).
-    """
-    outermost = not scopes
-    if outermost:
-        enter_phase("forward", owner, args)
-    scopes.append(owner)
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        scopes.pop()
-        if outermost:
-            exit_phase("forward", owner)
 
 
 @contextmanager
