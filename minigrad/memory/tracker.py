@@ -40,8 +40,7 @@ from __future__ import annotations
 
 from itertools import repeat
 
-from minigrad.memory.categories import ACTIVATION, CATEGORIES, OTHER, category_of
-from minigrad.memory.categories import CATEGORY_OF_TAG
+from minigrad.memory.categories import ACTIVATION, CATEGORIES, CATEGORY_OF_TAG, OTHER, category_of
 from minigrad.memory.ground_truth import CupyPoolProbe, TracemallocProbe
 from minigrad.memory.owned import module_tensors, optimizer_tensors
 from minigrad.memory.timeline import TimelineEvent, format_timeline, timeline_rows
@@ -294,7 +293,7 @@ class Tracker:
                 self._contexts.append((len(self._raw), context))
 
     def _start_forward(self, event) -> None:
-        """Report what the model and its inputs held before the tracker saw them, then mark the phase."""
+        """Report what the model and its inputs held before the tracker saw them; list the model's modules as called."""
         owner = event.owner
         if id(owner) not in self._seen:
             self._seen.add(id(owner))
@@ -332,12 +331,13 @@ class Tracker:
         if id(root) in self._module_names or not hasattr(root, "named_modules"):
             return
         root_name = type(root).__name__
-        modules = [module for _, module in root.named_modules()]
+        names = []
         for name, module in root.named_modules():
             if id(module) not in self._names:
                 self._names[id(module)] = name or root_name
                 self._named.append(module)
-        self._module_names[id(root)] = [self._names[id(module)] for module in modules]
+            names.append(self._names[id(module)])
+        self._module_names[id(root)] = names
 
     def _register(self, tensor, tag: str) -> None:
         if tensor is not None and hooks.buffer_id(tensor) is None:

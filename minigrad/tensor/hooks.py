@@ -124,10 +124,10 @@ _ids = itertools.count(1)
 _device_names: dict = {}  # device -> str(device), so reporting a buffer skips Device.__str__
 _last_device = _last_device_name = None  # the device of the latest report and its name (most reports repeat it)
 _held: tuple | None = None  # the scratch block of scratch_hold(): (key, nbytes, device)
-_live: dict[int, list] = {}  # id(root array) -> [buffer_id, nbytes, tag, device, op, weak reference]
-# The same dict, read by the core's hot paths: for an array that owns its memory (``array.base is None``),
-# ``reported.get(id(array))`` is its record (tag at index 2) while it lives, None if it was never reported.
-reported = _live
+# The registry of the buffers reported and alive: id(root array) -> [buffer_id, nbytes, tag, device, op, weak
+# reference] (scratch blocks under negative keys). Read-only outside this module: the core's hot paths read it, for
+# an array that owns its memory (``array.base is None``), as ``reported.get(id(array))`` (tag at index 2).
+reported: dict[int, list] = {}
 
 
 class RemovableHandle:
@@ -274,7 +274,7 @@ class _BufferRef(weakref.ref):
 
 
 def _dead(ref: _BufferRef) -> None:
-    record = _live.pop(ref.key, None)
+    record = reported.pop(ref.key, None)
     if record is not None:
         ev = _new_tuple(AllocationEvent, ("free", record[1], record[0], record[2], record[3], record[4], None))
         for fn in _notify:
@@ -288,9 +288,9 @@ def track(array, tag: str, device, op: str | None = None, retag_from: tuple[str,
     """
     root = array if array.base is None else _root(array)
     key = id(root)
-    if key in _live:
+    if key in reported:
         if retag_from:
-            record = _live[key]
+            record = reported[key]
             if record[2] in retag_from and record[2] != tag:
                 record[2] = tag
                 _emit("retag", record)
@@ -308,7 +308,7 @@ def track(array, tag: str, device, op: str | None = None, retag_from: tuple[str,
     record = [buffer, nbytes, tag, name, op, ref]
     if guards:
         _reserve(record)  # may refuse the buffer: then nothing is recorded
-    _live[key] = record
+    reported[key] = record
     ev = _new_tuple(AllocationEvent, ("alloc", nbytes, buffer, tag, name, op, scopes[-1] if scopes else None))
     for fn in _notify:
         fn(ev)
@@ -344,7 +344,7 @@ def track_node(ctx, out, device) -> None:
         root = array if array.base is None else _root(array)
         key = id(root)
         saved_roots.append(key)
-        record = _live.get(key)
+        record = reported.get(key)
         if record is None:
             if key != out_key:  # the output is reported below
                 track(root, ACTIVATION, device, op)
@@ -399,7 +399,7 @@ def scratch_begin(nbytes: int, device="cpu") -> int | None:
     record = [buffer, int(nbytes), tag_override[-1] if tag_override else TEMPORARY, name, None]
     if guards:
         _reserve(record)
-    _live[-buffer] = record  # never the id() of an array
+    reported[-buffer] = record  # never the id() of an array
     ev = _new_tuple(AllocationEvent, ("alloc", record[1], buffer, record[2], name, None, scopes[-1] if scopes else None))
     for fn in _notify:
         fn(ev)
@@ -408,7 +408,7 @@ def scratch_begin(nbytes: int, device="cpu") -> int | None:
 
 def scratch_end(key: int | None) -> None:
     """Report the scratch memory of :func:`scratch_begin` freed (nothing for a None key)."""
-    record = _live.pop(key, None) if key is not None else None
+    record = reported.pop(key, None) if key is not None else None
     if record is not None:
         ev = _new_tuple(AllocationEvent, ("free", record[1], record[0], record[2], record[3], record[4], None))
         for fn in _notify:
@@ -461,12 +461,12 @@ class scratch:
 
 def live_bytes() -> int:
     """Total size of the reported buffers that are still alive."""
-    return sum(r[1] for r in _live.values())
+    return sum(r[1] for r in reported.values())
 
 
 def buffer_id(tensor) -> int | None:
     """The id observers saw for ``tensor``'s buffer (None if it was never reported)."""
-    record = _live.get(id(_root(tensor._data)))
+    record = reported.get(id(_root(tensor._data)))
     return record[0] if record else None
 
 
@@ -474,7 +474,7 @@ def set_buffer_tag(tensor, tag: str) -> None:
     """Relabel the buffer behind ``tensor`` (and its views); observers get a "retag" event."""
     if observers:
         track(tensor._data, tag, tensor.device)
-    record = _live.get(id(_root(tensor._data)))
+    record = reported.get(id(_root(tensor._data)))
     if record is not None and record[2] != tag:
         record[2] = tag
         _emit("retag", record)
@@ -482,7 +482,7 @@ def set_buffer_tag(tensor, tag: str) -> None:
 
 def live_buffers() -> dict[int, tuple[int, str, str]]:
     """``{buffer_id: (nbytes, tag, device)}`` for every reported buffer that is still alive."""
-    return {r[0]: (r[1], r[2], r[3]) for r in _live.values()}
+    return {r[0]: (r[1], r[2], r[3]) for r in reported.values()}
 
 
 # ----------------------------------------------------------------------------- dtype policy
