@@ -47,7 +47,7 @@ import minigrad.gpu  # noqa: F401  (the GPU stage in place: "cuda" known to the 
 import minigrad.tensor as mt
 from minigrad.gpu.backend_ops import register_fused_ops, unregister_fused_ops
 from minigrad.gpu.backend_reference import REFERENCE_KERNELS
-from minigrad.tensor import strict_backend
+from minigrad.testing import strict_backend
 
 CI_EXAMPLES = 60
 WIDE_EXAMPLES = 1000

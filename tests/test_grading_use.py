@@ -10,7 +10,7 @@ from minigrad.grading import use_exercise
 from minigrad.grading.manifest import PACKAGE_DIR, part_of
 from minigrad.grading.use import exercise_functions, library_module
 from minigrad.tensor import autograd, grad_rules
-from minigrad.tensor.ops_log_softmax import LogSoftmax
+from minigrad.tensor.ops.log_softmax import LogSoftmax
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "04_tensor_autograd.py"

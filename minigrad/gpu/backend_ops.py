@@ -47,7 +47,7 @@ from minigrad.optim import functional as optim_functional
 from minigrad.optim import register_update_kernel
 from minigrad.tensor.dispatch import register_op_impl, unregister_op_impl
 from minigrad.tensor.fast_float16 import product
-from minigrad.tensor.ops_elementwise import Relu
+from minigrad.tensor.ops.elementwise import Relu
 
 __all__ = ["FusedKernels", "CUDA_KERNELS", "register_fused_ops", "unregister_fused_ops"]
 

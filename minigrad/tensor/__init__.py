@@ -12,7 +12,7 @@ Chapter 03 (data):
 2. ``tensor.py`` (207 lines): the :class:`Tensor` — one backend array plus
    ``requires_grad``, ``grad_fn``, ``grad`` and the version counter (all set
    by ``init_tensor``); ``backward``, ``detach``, ``requires_grad_``.
-3. ``ops_shape.py`` (164 lines): views — a new shape and strides over the
+3. ``ops/shape.py`` (164 lines): views — a new shape and strides over the
    same memory (transpose, expand with stride 0, view/reshape) — and their
    backward, which undoes the shape change; ``contiguous``.
 
@@ -21,7 +21,7 @@ Chapter 04 (autograd):
 4. ``function.py`` (295 lines): :class:`Function` — ``forward``/``backward``,
    ``save_for_backward`` — and ``Function.apply``, which runs an op and
    leaves its node in the graph; ``no_grad``.
-5. ``ops_log_softmax.py`` (50 lines): one op written out as a ``Function``
+5. ``ops/log_softmax.py`` (50 lines): one op written out as a ``Function``
    (exercise 4.4): a forward that cannot overflow, a backward from the
    saved output.
 6. ``autograd.py`` (134 lines): the backward pass — topological order,
@@ -55,16 +55,16 @@ The op catalogue: every op is a :class:`Function` built as ``function.py``
 shows, its non-trivial rule in ``grad_rules.py``; read one or two (``Mul``,
 ``Relu``, ``Sum``), look the rest up when you need them:
 
-- ``ops_elementwise.py`` (591 lines): arithmetic, activations, comparisons.
+- ``ops/elementwise.py`` (591 lines): arithmetic, activations, comparisons.
   GELU's ``erf`` approximation is there for PyTorch compatibility.
-- ``ops_reduce.py`` (263 lines): sum, mean, max/min, var/std, argmax.
-- ``ops_matmul.py`` (104 lines): ``a @ b`` with 1-D and batched operands.
-- ``ops_nn.py`` (146 lines): softmax, logsumexp (max subtracted first),
-  ``log_softmax`` (its node is in ``ops_log_softmax.py``), one_hot, pad.
-- ``ops_index.py`` (152 lines): ``x[key]`` (basic keys give views) and recorded ``x[key] = v``.
-- ``ops_squeeze.py`` (56 lines): squeeze, unsqueeze, flatten: reshapes named by the dimensions they change.
-- ``ops_join.py`` (121 lines): cat, stack, split, chunk.
-- ``ops_convert.py`` (67 lines): casts, device moves, copies.
+- ``ops/reduce.py`` (263 lines): sum, mean, max/min, var/std, argmax.
+- ``ops/matmul.py`` (104 lines): ``a @ b`` with 1-D and batched operands.
+- ``ops/nn.py`` (146 lines): softmax, logsumexp (max subtracted first),
+  ``log_softmax`` (its node is in ``ops/log_softmax.py``), one_hot, pad.
+- ``ops/index.py`` (152 lines): ``x[key]`` (basic keys give views) and recorded ``x[key] = v``.
+- ``ops/squeeze.py`` (56 lines): squeeze, unsqueeze, flatten: reshapes named by the dimensions they change.
+- ``ops/join.py`` (121 lines): cat, stack, split, chunk.
+- ``ops/convert.py`` (67 lines): casts, device moves, copies.
 - ``strided_arrays.py`` (136 lines): the arrays of permute/expand/view/contiguous,
   built from ``strides.py`` when its functions are replaced (chapter 03's
   ``use_exercise``), NumPy's own ops otherwise (the speed path).
@@ -137,7 +137,6 @@ from minigrad.tensor.dtypes import (
     is_floating_point,
     promote_types,
 )
-from minigrad.tensor.cast_cache import cached_cast, weight_cast_cache
 from minigrad.tensor.errors import DTypeError, ShapeError
 from minigrad.tensor.factories import (
     arange,
@@ -176,16 +175,14 @@ from minigrad.tensor.hooks import (
     AllocationEvent,
     add_allocation_observer,
     allocation_tag,
-    dtype_policy,
-    get_dtype_policy,
     remove_allocation_observer,
     set_buffer_tag,
-    set_dtype_policy,
 )
+from minigrad.tensor.dtype_policy import dtype_policy, get_dtype_policy, set_dtype_policy
 from minigrad.tensor.saved_tensors import saved_tensors_hooks
 from minigrad.tensor import graph
-from minigrad.tensor.ops_convert import cast, clone
-from minigrad.tensor.ops_elementwise import (
+from minigrad.tensor.ops.convert import cast, clone
+from minigrad.tensor.ops.elementwise import (
     abs,
     add,
     clamp,
@@ -216,13 +213,14 @@ from minigrad.tensor.ops_elementwise import (
     tanh,
     where,
 )
-from minigrad.tensor.ops_index import getitem
-from minigrad.tensor.ops_matmul import matmul
-from minigrad.tensor.ops_nn import log_softmax, logsumexp, one_hot, pad, softmax
-from minigrad.tensor.ops_reduce import all, amax, amin, any, argmax, argmin, max, mean, min, std, sum, var
-from minigrad.tensor.ops_join import cat, chunk, concatenate, split, stack
-from minigrad.tensor.ops_shape import contiguous, expand, permute, reshape, transpose, view
-from minigrad.tensor.ops_squeeze import flatten, squeeze, unsqueeze
+from minigrad.tensor.ops.index import getitem
+from minigrad.tensor.ops import inplace_ops  # noqa: F401 (registers the in-place methods: add_, copy_, x[k] = v...)
+from minigrad.tensor.ops.matmul import matmul
+from minigrad.tensor.ops.nn import log_softmax, logsumexp, one_hot, pad, softmax
+from minigrad.tensor.ops.reduce import all, amax, amin, any, argmax, argmin, max, mean, min, std, sum, var
+from minigrad.tensor.ops.join import cat, chunk, concatenate, split, stack
+from minigrad.tensor.ops.shape import contiguous, expand, permute, reshape, transpose, view
+from minigrad.tensor.ops.squeeze import flatten, squeeze, unsqueeze
 from minigrad.tensor.rng import default_generator, fork_rng, generator_for, get_rng_state, manual_seed, set_rng_state
 
 cpu = device("cpu")
@@ -246,7 +244,7 @@ __all__ = [
     # extension points
     "hooks", "strides", "grad_rules", "AllocationEvent", "add_allocation_observer", "remove_allocation_observer",
     "allocation_tag", "set_buffer_tag", "set_dtype_policy", "get_dtype_policy", "dtype_policy",
-    "weight_cast_cache", "cached_cast", "saved_tensors_hooks", "graph",
+    "saved_tensors_hooks", "graph",
     # factories and random numbers
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
     "empty_like", "full_like", "rand", "randn", "randint", "rand_like", "randn_like", "randperm",

@@ -20,9 +20,9 @@ import contextlib
 from minigrad.tensor import anomaly as _anomaly
 from minigrad.tensor import bfloat16_compute as _bf16
 from minigrad.tensor import hooks
-from minigrad.tensor.backend import array_module
+from minigrad.tensor.backend import array_module, root_array
 from minigrad.tensor.errors import ShapeError
-from minigrad.tensor.function import AccumulateGrad
+from minigrad.tensor.accumulate_grad import AccumulateGrad
 from minigrad.tensor.tensor import Tensor, make_tensor
 
 __all__ = ["input_gradients", "store_grad", "add_grad", "seed_gradient", "one_pass"]
@@ -121,7 +121,7 @@ def _own(array):
     if not _passes:  # called outside backward(): nothing tells which arrays were adopted already
         return array.copy()
     adopted = _passes[-1][0]
-    root = array if array.base is None else hooks._root(array)
+    root = array if array.base is None else root_array(array)
     if id(root) not in adopted and getattr(array.flags, "writeable", True) and root.flags.owndata:
         adopted.add(id(root))
         return array

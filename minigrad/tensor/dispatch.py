@@ -24,7 +24,9 @@ op's own ``backward`` expects it.
 Invariants
 - With nothing registered, ``Function.apply`` pays one test of an empty dict.
 - An op is keyed by its Function class; a name (``"softmax"``) is looked up
-  once, at registration, among the Function subclasses (``cls.op``).
+  once, at registration, among the Function subclasses (``cls.op``), which
+  each subclass enters here as it is defined (this module imports no op and
+  not ``function.py``).
 """
 
 from __future__ import annotations
@@ -52,29 +54,24 @@ class OpImpl:
 OP_IMPLS: dict[tuple[type, str], OpImpl] = {}
 
 
-def _all_functions() -> list[type]:
-    from minigrad.tensor.function import Function
+#: op name (``Function.op``) -> the Function subclasses of that name; filled by :func:`note_function`.
+FUNCTIONS_BY_NAME: dict[str, list[type]] = {}
 
-    found, todo = [], [Function]
-    while todo:
-        cls = todo.pop()
-        for sub in cls.__subclasses__():
-            found.append(sub)
-            todo.append(sub)
-    return found
+
+def note_function(cls: type) -> None:
+    """Make the Function subclass ``cls`` findable by its name (``Function.__init_subclass__`` calls this)."""
+    FUNCTIONS_BY_NAME.setdefault(cls.op, []).append(cls)
 
 
 def _function_class(op) -> type:
     """The Function subclass named by ``op``: the class itself, or its short name (``"mul"``)."""
-    from minigrad.tensor.function import Function
-
     if isinstance(op, type):
-        if not issubclass(op, Function) or op is Function:
+        if op not in FUNCTIONS_BY_NAME.get(getattr(op, "op", None), ()):
             raise TypeError(f"register_op_impl: {op.__name__} is not a subclass of minigrad.tensor.Function")
         return op
     if not isinstance(op, str):
         raise TypeError(f"register_op_impl: op must be an op name like 'softmax' or a Function subclass, got {op!r}")
-    matches = {cls for cls in _all_functions() if cls.op == op}
+    matches = set(FUNCTIONS_BY_NAME.get(op, ()))
     if not matches:
         raise KeyError(
             f"register_op_impl: no op named {op!r}; names are Function.op values such as 'mul', 'matmul', "

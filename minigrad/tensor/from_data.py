@@ -12,14 +12,14 @@ import numpy as np
 
 from minigrad.tensor.dtypes import as_dtype, canonical_dtype, default_float
 from minigrad.tensor.errors import DTypeError, ShapeError
-from minigrad.tensor.tensor import Tensor
+from minigrad.tensor.tensor_methods import TensorMethods
 
 __all__ = ["to_array"]
 
 
 def _unwrap_nested(data):
     """Replace Tensors inside (nested) lists by their values so NumPy can read them."""
-    if isinstance(data, Tensor):
+    if isinstance(data, TensorMethods):
         return data._host()
     if isinstance(data, (list, tuple)):
         return [_unwrap_nested(d) for d in data]
@@ -29,7 +29,7 @@ def _unwrap_nested(data):
 def to_array(data, dtype=None) -> np.ndarray:
     """A fresh NumPy array of a supported dtype holding ``data`` (the rules of ``tensor()``)."""
     dtype = as_dtype(dtype)
-    if isinstance(data, Tensor):
+    if isinstance(data, TensorMethods):
         arr = data._host()
     elif isinstance(data, (np.ndarray, np.generic)):
         arr = np.asarray(data)

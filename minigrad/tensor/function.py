@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import contextlib
 import re
-import weakref
 
 import numpy as np
 
 from minigrad.tensor import anomaly as _anomaly
 from minigrad.tensor import bfloat16_compute as _bf16
+from minigrad.tensor import dtype_policy as _policy
 from minigrad.tensor import hooks
 from minigrad.tensor import op_errors as _op_errors
 from minigrad.tensor import saved_tensors as _saved_tensors
@@ -47,8 +47,9 @@ from minigrad.tensor.backend import DeviceError
 from minigrad.tensor.dtypes import bfloat16
 from minigrad.tensor.dispatch import OP_IMPLS as _op_impls
 from minigrad.tensor.dispatch import bind_forward as _bind_forward
-from minigrad.tensor.dtype_policy_casts import policy_casts
+from minigrad.tensor.dispatch import note_function
 from minigrad.tensor.errors import DTypeError, ShapeError
+from minigrad.tensor.accumulate_grad import AccumulateGrad
 from minigrad.tensor.tensor import Tensor, VersionCounter, init_tensor
 from minigrad.tensor.version_checks import freed_error, modified_error, version_checks
 
@@ -118,32 +119,6 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-class AccumulateGrad:
-    """The graph node of a leaf that requires grad: backward adds the incoming gradient to ``variable.grad``.
-
-    A leaf keeps its node for life (``leaf._accum``); the node refers back to the
-    leaf weakly (no reference cycle), so ``variable`` is None once the leaf is gone.
-    """
-
-    __slots__ = ("_variable", "output_shape", "output_dtype", "__weakref__")
-    name = "AccumulateGrad"
-    op = "accumulate_grad"
-    _parents = ()
-    next_functions = ()
-
-    def __init__(self, variable: Tensor) -> None:
-        self._variable = weakref.ref(variable)
-        self.output_shape = variable.shape
-        self.output_dtype = variable.dtype
-
-    @property
-    def variable(self) -> Tensor | None:
-        return self._variable()
-
-    def __repr__(self) -> str:
-        return f"<AccumulateGrad for a leaf of shape {self.output_shape}>"
-
-
 class Function:
     """Base class of differentiable ops; see the module docstring for the protocol and graph walking."""
 
@@ -175,6 +150,7 @@ class Function:
         if "op" not in cls.__dict__:
             cls.op = _snake(cls.__name__)
         cls.backward_op = cls.op + "_backward"
+        note_function(cls)
 
     # ------------------------------------------------------------- the protocol
 
@@ -220,78 +196,106 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs) -> Tensor:
-        """Run the op on tensors (and plain values) and, when recording, attach the node to the output."""
-        if hooks.policy is not None and not cls.skip_dtype_policy:
-            args = policy_casts(cls, args)
+        """Unwrap the tensors, run ``forward`` on their arrays on their device, wrap the result, record the node."""
+        if _policy.policy is not None and not cls.skip_dtype_policy:  # the dtype-policy slot (autocast)
+            args = _policy.policy(cls, args)
         ctx = _new(cls)
-        arrays = []
-        parents = []
-        device = None
-        record = False
-        bf16 = False
-        for a in args:
-            if isinstance(a, Tensor):
-                data = a._data
-                arrays.append(data)
-                if data.dtype is bfloat16:
-                    bf16 = True
-                if a._requires_grad:
-                    record = True
-                    parents.append(a.grad_fn or a._accum or a._accumulate_grad_node())
-                else:
-                    parents.append(None)
-                if device is None:
-                    device = a._device
-                elif a._device is not device:
-                    raise _op_errors.device_error(cls, args)
-            else:
-                arrays.append(a)
-                parents.append(NOT_A_TENSOR)
-        # a device type may have registered its own kernel for this op (minigrad.tensor.dispatch)
-        forward = _bind_forward(ctx, device.type) if _op_impls and device is not None else ctx.forward
-        try:
-            if bf16 and _bf16.applies(arrays):  # computed in float32, rounded to bfloat16
-                out = _bf16.forward(ctx, arrays, kwargs)
-            else:
-                out = forward(*arrays, **kwargs)
-        except (ShapeError, DTypeError, DeviceError, NotImplementedError):
-            raise
-        except (ValueError, TypeError, IndexError) as exc:  # named by op and operands (see op_errors.py)
-            error, in_user_code = _op_errors.forward_error(ctx, exc, args, kwargs)
-            raise error from (exc if in_user_code else None)
-        if ctx.out_device is not None:
+        arrays, parents, device, record, bf16 = _unwrap(cls, args)
+        out = _run_forward(ctx, arrays, args, kwargs, device, bf16)
+        if ctx.out_device is not None:  # the op moved its result (to(device))
             device = ctx.out_device
-        if isinstance(out, np.generic):  # NumPy turns 0-d results into scalars; keep arrays
-            out = np.asarray(out)
-        if _anomaly.enabled:
+        if _anomaly.enabled:  # detect_anomaly()
             _anomaly.check_forward(cls.__name__, args, out)
-        if ctx.is_view:  # the output reads its input's memory: share the version counter
-            base = args[0]
-            version = base._version_counter
-            if base._base is not None:
-                base = base._base
-        else:
-            version = VersionCounter()
-            base = None
-        if record and _GradMode.enabled:
-            # the node: which nodes its inputs came from, what it produced, the versions of what it saved
-            ctx._parents = tuple(parents)
-            ctx.output_shape = out.shape
-            ctx.output_dtype = out.dtype
-            result = init_tensor(_new(Tensor), out, device, True, ctx, version, base)
-            if ctx._saved:
-                ctx._checks = version_checks(ctx._saved, args, result)
-                if _saved_tensors.stack:
-                    _saved_tensors.pack_saved(ctx, device)
-            if hooks.observers:
-                ctx._device = device
-                hooks.track_node(ctx, out, device)
-        else:
-            result = init_tensor(_new(Tensor), out, device, False, None, version, base)
-            if hooks.observers:
-                hooks.track(out, hooks.TEMPORARY, device, cls.op)
+        result = _wrap(ctx, out, device, args, record and _GradMode.enabled)
+        if result._requires_grad:
+            _record(ctx, parents, out, result, args, device)
+        if hooks.observers:  # allocation observers (minigrad.memory)
+            _report(ctx, out, device, result._requires_grad)
         return result
 
     def explain_error(ctx, exc: Exception, args, kwargs) -> Exception:
         """The error to raise when NumPy refused ``forward``: it names the op and its operands (ops may refine it)."""
         return _op_errors.explain_error(ctx, exc, args, kwargs)
+
+
+# --------------------------------------------------------------------------- the steps of Function.apply
+
+
+def _unwrap(cls, args) -> tuple:
+    """``(arrays, parents, device, record, bf16)``: the backend arrays of ``args``, one parent node per argument
+    (the input's ``grad_fn`` or leaf node, None if it needs no gradient, NOT_A_TENSOR for plain values), the one
+    device of the tensors, whether any requires grad, and whether any is bfloat16."""
+    arrays = []
+    parents = []
+    device = None
+    record = bf16 = False
+    for a in args:
+        if isinstance(a, Tensor):
+            data = a._data
+            arrays.append(data)
+            if data.dtype is bfloat16:
+                bf16 = True
+            if a._requires_grad:
+                record = True
+                parents.append(a.grad_fn or a._accum or a._accumulate_grad_node())
+            else:
+                parents.append(None)
+            if device is None:
+                device = a._device
+            elif a._device is not device:
+                raise _op_errors.device_error(cls, args)
+        else:
+            arrays.append(a)
+            parents.append(NOT_A_TENSOR)
+    return arrays, parents, device, record, bf16
+
+
+def _run_forward(ctx, arrays, args, kwargs, device, bf16):
+    """The output array of ``ctx.forward`` (or of the kernel its device type registered, see :mod:`.dispatch`);
+    bfloat16 operands are computed in float32; NumPy's refusals become errors naming the op and its operands."""
+    forward = _bind_forward(ctx, device.type) if _op_impls and device is not None else ctx.forward
+    try:
+        if bf16 and _bf16.applies(arrays):  # computed in float32, rounded to bfloat16
+            out = _bf16.forward(ctx, arrays, kwargs)
+        else:
+            out = forward(*arrays, **kwargs)
+    except (ShapeError, DTypeError, DeviceError, NotImplementedError):
+        raise
+    except (ValueError, TypeError, IndexError) as exc:  # named by op and operands (see op_errors.py)
+        error, in_user_code = _op_errors.forward_error(ctx, exc, args, kwargs)
+        raise error from (exc if in_user_code else None)
+    if isinstance(out, np.generic):  # NumPy turns 0-d results into scalars; keep arrays
+        out = np.asarray(out)
+    return out
+
+
+def _wrap(ctx, out, device, args, recording: bool) -> Tensor:
+    """The output tensor; a view shares its input's version counter and base; ``grad_fn`` is the node if recording."""
+    if ctx.is_view:  # the output reads its input's memory
+        base = args[0]
+        version = base._version_counter
+        if base._base is not None:
+            base = base._base
+    else:
+        version = VersionCounter()
+        base = None
+    return init_tensor(_new(Tensor), out, device, recording, ctx if recording else None, version, base)
+
+
+def _record(ctx, parents, out, result, args, device) -> None:
+    """Make ``ctx`` a graph node: its parents, what it produced, the versions of what it saved, packed if asked."""
+    ctx._parents = tuple(parents)
+    ctx.output_shape = out.shape
+    ctx.output_dtype = out.dtype
+    if ctx._saved:
+        ctx._checks = version_checks(ctx._saved, args, result)
+        if _saved_tensors.stack:  # saved-tensor hooks
+            _saved_tensors.pack_saved(ctx, device)
+
+
+def _report(ctx, out, device, recorded: bool) -> None:
+    if recorded:
+        ctx._device = device
+        hooks.track_node(ctx, out, device)
+    else:
+        hooks.track(out, hooks.TEMPORARY, device, ctx.op)

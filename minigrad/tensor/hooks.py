@@ -60,14 +60,6 @@ length of its forward (the outermost one also sends the "forward" phase), so
 each allocation event names the module running (``scope``) without a call per
 module to anyone. The callers test ``phase_observers`` first, so the cost with
 none registered is one truthiness test per module call, backward or step.
-
-**The dtype policy** (used by ``minigrad.amp``): a callable
-``policy(op_name, input_dtypes) -> dtype | None`` consulted whenever an op runs
-(``op_name`` is the op's snake-case name: ``"matmul"``, ``"add"``,
-``"log_softmax"``...; ``input_dtypes`` the dtypes of its tensor operands).
-If it returns a dtype, floating point operands of another dtype are cast to it
-(a recorded, differentiable cast) before the op computes; ``None`` leaves the
-op alone. Inside ``cast_cache.weight_cast_cache()`` each weight is cast once per region.
 """
 
 from __future__ import annotations
@@ -80,10 +72,11 @@ from typing import Callable
 
 from numpy import ndarray as _ndarray
 
+from minigrad.tensor.backend import root_array as _root
+
 __all__ = [
     "AllocationEvent", "add_allocation_observer", "remove_allocation_observer",
     "allocation_tag", "set_buffer_tag", "buffer_id", "live_buffers",
-    "set_dtype_policy", "get_dtype_policy", "dtype_policy",
     "ACTIVATION", "OUTPUT", "TEMPORARY", "GRADIENT", "TENSOR", "live_bytes", "report_temporary", "scratch", "scratch_begin", "scratch_end", "scratch_hold", "scratch_release",
     "add_allocation_guard", "remove_allocation_guard",
     "PhaseEvent", "add_phase_observer", "remove_phase_observer", "phase", "enter_phase", "exit_phase",
@@ -114,7 +107,6 @@ tag_override: list[str] = []
 phase_observers: list[Callable[[PhaseEvent], None]] = []
 scopes: list = []  # the module calls in progress (the modules whose forward runs), innermost last
 guards: list[Callable[[AllocationEvent], None]] = []
-policy: Callable | None = None
 # What the hot path iterates: copies of the lists above, remade by the add/remove functions (so an observer may
 # remove itself while being called). Register through those functions, never by editing the lists.
 _notify: tuple = ()
@@ -250,21 +242,6 @@ def _emit(event: str, record: list, op: str | None = None) -> None:
                                       scopes[-1] if scopes else None))
     for fn in _notify:
         fn(ev)
-
-
-def _root(array):
-    """The array that owns the memory ``array`` looks at (itself if it owns it).
-
-    Follows ``.base`` through objects of other types too: NumPy's ``as_strided``
-    views hang off a helper object whose ``.base`` is the array they read.
-    """
-    kind = type(array)
-    base = array.base
-    while base is not None:
-        if type(base) is kind:
-            array = base
-        base = getattr(base, "base", None)
-    return array
 
 
 class _BufferRef(weakref.ref):
@@ -483,29 +460,3 @@ def set_buffer_tag(tensor, tag: str) -> None:
 def live_buffers() -> dict[int, tuple[int, str, str]]:
     """``{buffer_id: (nbytes, tag, device)}`` for every reported buffer that is still alive."""
     return {r[0]: (r[1], r[2], r[3]) for r in reported.values()}
-
-
-# ----------------------------------------------------------------------------- dtype policy
-
-
-def set_dtype_policy(fn: Callable | None) -> Callable | None:
-    """Install ``fn(op_name, input_dtypes) -> dtype | None`` (None removes it); returns the previous policy."""
-    global policy
-    if fn is not None and not callable(fn):
-        raise TypeError(f"set_dtype_policy: expected a callable (op_name, input_dtypes) -> dtype or None, got {fn!r}")
-    previous, policy = policy, fn
-    return previous
-
-
-def get_dtype_policy() -> Callable | None:
-    return policy
-
-
-@contextmanager
-def dtype_policy(fn: Callable | None):
-    """Use ``fn`` as the dtype policy inside the block (``minigrad.amp.autocast`` builds on this)."""
-    previous = set_dtype_policy(fn)
-    try:
-        yield
-    finally:
-        set_dtype_policy(previous)

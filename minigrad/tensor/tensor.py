@@ -24,9 +24,12 @@ import weakref
 import numpy as np
 
 from minigrad.tensor import hooks
+from minigrad.tensor.accumulate_grad import AccumulateGrad
 from minigrad.tensor.backend import Device, cpu, device as as_device, get_default_device, transfer
 from minigrad.tensor.dtypes import is_floating_point
 from minigrad.tensor.errors import DTypeError, ShapeError
+from minigrad.tensor.from_data import to_array
+from minigrad.tensor.op_table import ops
 from minigrad.tensor.strides import is_contiguous as _is_contiguous_layout
 from minigrad.tensor.tensor_methods import ReduceResult, TensorMethods, parse_to_args, shares_memory
 
@@ -91,7 +94,7 @@ class Tensor(TensorMethods):
     )
 
     def __init__(self, data, dtype=None, requires_grad: bool = False, device=None):
-        arr = _from_data.to_array(data, dtype)
+        arr = to_array(data, dtype)
         dev = get_default_device() if device is None else as_device(device)
         if dev is not cpu:
             arr = transfer(arr, cpu, dev)
@@ -187,24 +190,44 @@ class Tensor(TensorMethods):
 
     def backward(self, gradient=None, retain_graph: bool = False) -> None:
         """Fill ``.grad`` of every leaf this tensor depends on (see :func:`minigrad.tensor.autograd.backward`)."""
-        _autograd.backward(self, gradient, retain_graph=retain_graph)
+        ops.backward(self, gradient, retain_graph=retain_graph)
 
     def detach(self) -> "Tensor":
         """The same data (no copy, same version counter), cut from the graph: a leaf that does not require grad."""
         return make_tensor(self._data, self._device, False, None, self._version_counter)
 
+    # pickling and copy.deepcopy keep the data, requires_grad and grad; the graph is not saved
+    def __getstate__(self) -> dict:
+        return {"data": self._host(), "device": str(self._device), "requires_grad": self._requires_grad,
+                "grad": self._grad}
+
+    def __setstate__(self, state: dict) -> None:
+        dev = as_device(state["device"])
+        data = state["data"]
+        init_tensor(self, data if dev is cpu else transfer(data, cpu, dev), dev, state["requires_grad"],
+                          None, VersionCounter(), None)
+        self._grad = state["grad"]
+        if hooks.observers:
+            hooks.track(self._data, hooks.TENSOR, dev)
+
+
+    @property
+    def data(self):
+        """Like ``detach()`` but with its own version counter: in-place changes through it are not tracked."""
+        return make_tensor(self._data, self._device)
+
+    @data.setter
+    def data(self, value) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data: expected a Tensor, got {type(value).__name__}")
+        self._data = value._data
+        self._device = value._device
+        self._accum = None  # its node recorded the old shape
+
     def _accumulate_grad_node(self):
         """The AccumulateGrad node of this leaf (made on first use, then kept)."""
         node = self._accum
         if node is None or node.output_shape != self._data.shape:
-            node = self._accum = _function.AccumulateGrad(self)
+            node = self._accum = AccumulateGrad(self)
         return node
 
-
-# Modules that import Tensor, so they are imported after the class exists.
-from minigrad.tensor import autograd as _autograd  # noqa: E402
-from minigrad.tensor import from_data as _from_data  # noqa: E402
-from minigrad.tensor import function as _function  # noqa: E402
-from minigrad.tensor import tensor_methods as _methods  # noqa: E402
-
-_methods.bind_ops()

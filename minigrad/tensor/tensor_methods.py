@@ -1,54 +1,30 @@
 """The Tensor's convenience methods: operators, reductions, shape calls, conversions, data access.
 
-Each method is a one-line call into an op module (``x + y`` is
-``ops_elementwise.add(x, y)``, ``x.sum(1)`` is ``ops_reduce.sum(x, 1)``) or a
-small accessor, as PyTorch spells them. :class:`~minigrad.tensor.tensor.Tensor`
+Each method is a one-line call into the op table (``x + y`` is
+``ops.add(x, y)``, ``x.sum(1)`` is ``ops.sum(x, 1)``; see :mod:`.op_table`) or
+a small accessor, as PyTorch spells them. :class:`~minigrad.tensor.tensor.Tensor`
 inherits them from :class:`TensorMethods`, so ``Tensor.__add__`` and friends are
 found by an IDE, while ``tensor.py`` keeps only the Tensor's state and the
-autograd ideas. The op modules import ``Tensor``, so they are imported once
-the class exists: ``tensor.py`` calls :func:`bind_ops` on its last line.
+autograd ideas. This module imports no op: the ops import ``Tensor`` and
+register themselves in the table, so imports point one way.
 """
 
 from __future__ import annotations
 
-import sys
 from collections import namedtuple
 
 import numpy as np
 
-from minigrad.tensor import hooks
-from minigrad.tensor.backend import Device, DeviceError, cpu, device as as_device, transfer
+from minigrad.tensor.backend import Device, DeviceError, cpu, device as as_device, root_array, transfer
 from minigrad.tensor.dtypes import as_dtype, bfloat16, int64, is_floating_point
 from minigrad.tensor.errors import ShapeError
+from minigrad.tensor.op_table import ops
+from minigrad.tensor.printing import format_tensor
 
-__all__ = ["TensorMethods", "ReduceResult", "parse_to_args", "shares_memory", "bind_ops"]
+__all__ = ["TensorMethods", "ReduceResult", "parse_to_args", "shares_memory"]
 
 ReduceResult = namedtuple("ReduceResult", "values indices")
 ReduceResult.__doc__ = "What ``x.max(dim)`` / ``x.min(dim)`` return: the values and their indices (as ``torch.return_types.max``)."
-
-# the modules the methods call, bound by bind_ops() once Tensor exists
-_core = _printing = _convert = _inplace_ops = None
-_ew = _index = _join = _mm = _nn = _red = _shape = _squeeze = None
-
-
-def bind_ops() -> None:
-    """Import the modules the methods call; ``tensor.py`` runs this right after defining ``Tensor``."""
-    global _core, _printing, _convert, _inplace_ops
-    global _ew, _index, _join, _mm, _nn, _red, _shape, _squeeze
-    from minigrad.tensor import inplace_ops as _inplace_ops
-    from minigrad.tensor import ops_convert as _convert
-    from minigrad.tensor import ops_elementwise as _ew
-    from minigrad.tensor import ops_index as _index
-    from minigrad.tensor import ops_join as _join
-    from minigrad.tensor import ops_matmul as _mm
-    from minigrad.tensor import ops_nn as _nn
-    from minigrad.tensor import ops_reduce as _red
-    from minigrad.tensor import ops_shape as _shape
-    from minigrad.tensor import ops_squeeze as _squeeze
-    from minigrad.tensor import printing as _printing
-
-    _core = sys.modules["minigrad.tensor.tensor"]  # by its full name: the package's ``tensor`` is the factory
-
 
 def parse_to_args(args, device=None, dtype=None):
     """``(device, dtype)`` named by ``.to(...)``'s positional arguments: a tensor (both), a device or a dtype."""
@@ -91,7 +67,7 @@ class TensorMethods:
 
     def storage_offset(self) -> int:
         """Where element ``(0, 0, ...)`` sits in the underlying buffer, in elements."""
-        root = hooks._root(self._data)
+        root = root_array(self._data)
         return (self.data_ptr() - _address(root)) // self._data.itemsize
 
     def data_ptr(self) -> int:
@@ -185,21 +161,7 @@ class TensorMethods:
         return bool((self == value).any())
 
     def __repr__(self) -> str:
-        return _printing.format_tensor(self)
-
-    # pickling and copy.deepcopy keep the data, requires_grad and grad; the graph is not saved
-    def __getstate__(self) -> dict:
-        return {"data": self._host(), "device": str(self._device), "requires_grad": self._requires_grad,
-                "grad": self._grad}
-
-    def __setstate__(self, state: dict) -> None:
-        dev = as_device(state["device"])
-        data = state["data"]
-        _core.init_tensor(self, data if dev is cpu else transfer(data, cpu, dev), dev, state["requires_grad"],
-                          None, _core.VersionCounter(), None)
-        self._grad = state["grad"]
-        if hooks.observers:
-            hooks.track(self._data, hooks.TENSOR, dev)
+        return format_tensor(self)
 
     # ------------------------------------------------------------------ conversion
 
@@ -208,9 +170,9 @@ class TensorMethods:
         device, dtype = parse_to_args(args, device, dtype)
         out = self
         if dtype is not None:
-            out = _convert.cast(out, as_dtype(dtype))
+            out = ops.cast(out, as_dtype(dtype))
         if device is not None:
-            out = _convert.to_device(out, as_device(device))
+            out = ops.to_device(out, as_device(device))
         if copy and out is self:
             out = self.clone()
         return out
@@ -223,117 +185,104 @@ class TensorMethods:
         return self.to("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
 
     def float(self):
-        return _convert.cast(self, np.dtype(np.float32))
+        return ops.cast(self, np.dtype(np.float32))
 
     def double(self):
-        return _convert.cast(self, np.dtype(np.float64))
+        return ops.cast(self, np.dtype(np.float64))
 
     def half(self):
-        return _convert.cast(self, np.dtype(np.float16))
+        return ops.cast(self, np.dtype(np.float16))
 
     def bfloat16(self):
-        return _convert.cast(self, bfloat16)
+        return ops.cast(self, bfloat16)
 
     def long(self):
-        return _convert.cast(self, int64)
+        return ops.cast(self, int64)
 
     def bool(self):
-        return _convert.cast(self, np.dtype(np.bool_))
+        return ops.cast(self, np.dtype(np.bool_))
 
     def type(self, dtype=None):
         return str(self.dtype) if dtype is None else self.to(dtype)
 
     def clone(self):
-        return _convert.clone(self)
-
-    @property
-    def data(self):
-        """Like ``detach()`` but with its own version counter: in-place changes through it are not tracked."""
-        return _core.make_tensor(self._data, self._device)
-
-    @data.setter
-    def data(self, value) -> None:
-        if not isinstance(value, TensorMethods):
-            raise TypeError(f"data: expected a Tensor, got {type(value).__name__}")
-        self._data = value._data
-        self._device = value._device
-        self._accum = None  # its node recorded the old shape
+        return ops.clone(self)
 
     # ------------------------------------------------------------------ arithmetic
 
     def __add__(self, other):
-        return _ew.add(self, other)
+        return ops.add(self, other)
 
     def __radd__(self, other):
-        return _ew.add(other, self)
+        return ops.add(other, self)
 
     def __sub__(self, other):
-        return _ew.sub(self, other)
+        return ops.sub(self, other)
 
     def __rsub__(self, other):
-        return _ew.sub(other, self)
+        return ops.sub(other, self)
 
     def __mul__(self, other):
-        return _ew.mul(self, other)
+        return ops.mul(self, other)
 
     def __rmul__(self, other):
-        return _ew.mul(other, self)
+        return ops.mul(other, self)
 
     def __truediv__(self, other):
-        return _ew.div(self, other)
+        return ops.div(self, other)
 
     def __rtruediv__(self, other):
-        return _ew.div(other, self)
+        return ops.div(other, self)
 
     def __pow__(self, other):
-        return _ew.pow(self, other)
+        return ops.pow(self, other)
 
     def __rpow__(self, other):
-        return _ew.pow(other, self)
+        return ops.pow(other, self)
 
     def __neg__(self):
-        return _ew.neg(self)
+        return ops.neg(self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return _ew.abs(self)
+        return ops.abs(self)
 
     def __matmul__(self, other):
-        return _mm.matmul(self, other)
+        return ops.matmul(self, other)
 
     def __rmatmul__(self, other):
-        return _mm.matmul(other, self)
+        return ops.matmul(other, self)
 
     def __eq__(self, other):
-        return _ew.eq(self, other)
+        return ops.eq(self, other)
 
     __hash__ = object.__hash__  # tensors are dict keys by identity; == is elementwise
 
     def __ne__(self, other):
-        return _ew.ne(self, other)
+        return ops.ne(self, other)
 
     def __lt__(self, other):
-        return _ew.lt(self, other)
+        return ops.lt(self, other)
 
     def __le__(self, other):
-        return _ew.le(self, other)
+        return ops.le(self, other)
 
     def __gt__(self, other):
-        return _ew.gt(self, other)
+        return ops.gt(self, other)
 
     def __ge__(self, other):
-        return _ew.ge(self, other)
+        return ops.ge(self, other)
 
     def __invert__(self):
-        return _ew.logical_not(self)
+        return ops.logical_not(self)
 
     def __and__(self, other):
-        return _ew.logical_and(self, other)
+        return ops.logical_and(self, other)
 
     def __or__(self, other):
-        return _ew.logical_or(self, other)
+        return ops.logical_or(self, other)
 
     add = __add__
     sub = __sub__
@@ -348,188 +297,188 @@ class TensorMethods:
     ge = __ge__
 
     def pow(self, exponent):
-        return _ew.pow(self, exponent)
+        return ops.pow(self, exponent)
 
     def neg(self):
-        return _ew.neg(self)
+        return ops.neg(self)
 
     def exp(self):
-        return _ew.exp(self)
+        return ops.exp(self)
 
     def log(self):
-        return _ew.log(self)
+        return ops.log(self)
 
     def sqrt(self):
-        return _ew.sqrt(self)
+        return ops.sqrt(self)
 
     def tanh(self):
-        return _ew.tanh(self)
+        return ops.tanh(self)
 
     def sigmoid(self):
-        return _ew.sigmoid(self)
+        return ops.sigmoid(self)
 
     def relu(self):
-        return _ew.relu(self)
+        return ops.relu(self)
 
     def leaky_relu(self, negative_slope: float = 0.01):
-        return _ew.leaky_relu(self, negative_slope)
+        return ops.leaky_relu(self, negative_slope)
 
     def gelu(self, approximate: str = "none"):
-        return _ew.gelu(self, approximate)
+        return ops.gelu(self, approximate)
 
     def abs(self):
-        return _ew.abs(self)
+        return ops.abs(self)
 
     def clamp(self, min=None, max=None):
-        return _ew.clamp(self, min, max)
+        return ops.clamp(self, min, max)
 
     clip = clamp
 
     def maximum(self, other):
-        return _ew.maximum(self, other)
+        return ops.maximum(self, other)
 
     def minimum(self, other):
-        return _ew.minimum(self, other)
+        return ops.minimum(self, other)
 
     def where(self, condition, other):
         """``x.where(cond, y)`` is ``where(cond, x, y)``, as in PyTorch."""
-        return _ew.where(condition, self, other)
+        return ops.where(condition, self, other)
 
     # ------------------------------------------------------------------ reductions
 
     def sum(self, dim=None, keepdim: bool = False):
-        return _red.sum(self, dim, keepdim)
+        return ops.sum(self, dim, keepdim)
 
     def mean(self, dim=None, keepdim: bool = False):
-        return _red.mean(self, dim, keepdim)
+        return ops.mean(self, dim, keepdim)
 
     def max(self, dim=None, keepdim: bool = False):
-        return _red.max(self, dim, keepdim)
+        return ops.max(self, dim, keepdim)
 
     def min(self, dim=None, keepdim: bool = False):
-        return _red.min(self, dim, keepdim)
+        return ops.min(self, dim, keepdim)
 
     def amax(self, dim=None, keepdim: bool = False):
-        return _red.amax(self, dim, keepdim)
+        return ops.amax(self, dim, keepdim)
 
     def amin(self, dim=None, keepdim: bool = False):
-        return _red.amin(self, dim, keepdim)
+        return ops.amin(self, dim, keepdim)
 
     def var(self, dim=None, keepdim: bool = False, correction: int = 1):
-        return _red.var(self, dim, keepdim, correction=correction)
+        return ops.var(self, dim, keepdim, correction=correction)
 
     def std(self, dim=None, keepdim: bool = False, correction: int = 1):
-        return _red.std(self, dim, keepdim, correction=correction)
+        return ops.std(self, dim, keepdim, correction=correction)
 
     def argmax(self, dim=None, keepdim: bool = False):
-        return _red.argmax(self, dim, keepdim)
+        return ops.argmax(self, dim, keepdim)
 
     def argmin(self, dim=None, keepdim: bool = False):
-        return _red.argmin(self, dim, keepdim)
+        return ops.argmin(self, dim, keepdim)
 
     def all(self, dim=None, keepdim: bool = False):
-        return _red.all(self, dim, keepdim)
+        return ops.all(self, dim, keepdim)
 
     def any(self, dim=None, keepdim: bool = False):
-        return _red.any(self, dim, keepdim)
+        return ops.any(self, dim, keepdim)
 
     def softmax(self, dim: int):
-        return _nn.softmax(self, dim)
+        return ops.softmax(self, dim)
 
     def log_softmax(self, dim: int):
-        return _nn.log_softmax(self, dim)
+        return ops.log_softmax(self, dim)
 
     def logsumexp(self, dim, keepdim: bool = False):
-        return _nn.logsumexp(self, dim, keepdim)
+        return ops.logsumexp(self, dim, keepdim)
 
     # ------------------------------------------------------------------ shape and views
 
     def contiguous(self):
-        return self if self._data.flags.c_contiguous else _shape.contiguous(self)
+        return self if self._data.flags.c_contiguous else ops.contiguous(self)
 
     def reshape(self, *shape):
-        return _shape.reshape(self, *shape)
+        return ops.reshape(self, *shape)
 
     def view(self, *shape):
-        return _shape.view(self, *shape)
+        return ops.view(self, *shape)
 
     def transpose(self, dim0: int, dim1: int):
-        return _shape.transpose(self, dim0, dim1)
+        return ops.transpose(self, dim0, dim1)
 
     def permute(self, *dims):
-        return _shape.permute(self, *dims)
+        return ops.permute(self, *dims)
 
     @property
     def T(self):
         """All dimensions reversed (the matrix transpose for 2-D tensors)."""
-        return _shape.permute(self, *range(self._data.ndim - 1, -1, -1))
+        return ops.permute(self, *range(self._data.ndim - 1, -1, -1))
 
     @property
     def mT(self):
         """The transpose of the last two dimensions (a batch of matrices)."""
-        return _shape.transpose(self, -2, -1)
+        return ops.transpose(self, -2, -1)
 
     def expand(self, *sizes):
-        return _shape.expand(self, *sizes)
+        return ops.expand(self, *sizes)
 
     def expand_as(self, other):
-        return _shape.expand(self, *other.shape)
+        return ops.expand(self, *other.shape)
 
     def squeeze(self, dim=None):
-        return _squeeze.squeeze(self, dim)
+        return ops.squeeze(self, dim)
 
     def unsqueeze(self, dim: int):
-        return _squeeze.unsqueeze(self, dim)
+        return ops.unsqueeze(self, dim)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1):
-        return _squeeze.flatten(self, start_dim, end_dim)
+        return ops.flatten(self, start_dim, end_dim)
 
     def split(self, split_size_or_sections, dim: int = 0):
-        return _join.split(self, split_size_or_sections, dim)
+        return ops.split(self, split_size_or_sections, dim)
 
     def chunk(self, chunks: int, dim: int = 0):
-        return _join.chunk(self, chunks, dim)
+        return ops.chunk(self, chunks, dim)
 
     def __getitem__(self, key):
-        return _index.getitem(self, key)
+        return ops.getitem(self, key)
 
     def __setitem__(self, key, value):
-        _inplace_ops.setitem_(self, key, value)
+        ops.setitem_(self, key, value)
 
     # ------------------------------------------------------------------ in-place ops
 
     def add_(self, other, alpha=1):
-        return _inplace_ops.add_(self, other, alpha=alpha)
+        return ops.add_(self, other, alpha=alpha)
 
     def sub_(self, other, alpha=1):
-        return _inplace_ops.sub_(self, other, alpha=alpha)
+        return ops.sub_(self, other, alpha=alpha)
 
     def mul_(self, other):
-        return _inplace_ops.mul_(self, other)
+        return ops.mul_(self, other)
 
     def div_(self, other):
-        return _inplace_ops.div_(self, other)
+        return ops.div_(self, other)
 
     def zero_(self):
-        return _inplace_ops.fill_(self, 0)
+        return ops.fill_(self, 0)
 
     def fill_(self, value):
-        return _inplace_ops.fill_(self, value)
+        return ops.fill_(self, value)
 
     def copy_(self, src):
-        return _inplace_ops.copy_(self, src)
+        return ops.copy_(self, src)
 
     def __iadd__(self, other):
-        return _inplace_ops.add_(self, other)
+        return ops.add_(self, other)
 
     def __isub__(self, other):
-        return _inplace_ops.sub_(self, other)
+        return ops.sub_(self, other)
 
     def __imul__(self, other):
-        return _inplace_ops.mul_(self, other)
+        return ops.mul_(self, other)
 
     def __itruediv__(self, other):
-        return _inplace_ops.div_(self, other)
+        return ops.div_(self, other)
 
 
 def _address(array) -> int:
@@ -546,4 +495,4 @@ def shares_memory(a, b) -> bool:
     xp = a.device.backend.xp
     if hasattr(xp, "shares_memory"):
         return bool(xp.shares_memory(a._data, b._data))
-    return hooks._root(a._data) is hooks._root(b._data)
+    return root_array(a._data) is root_array(b._data)

@@ -19,9 +19,9 @@ from minigrad.gpu import backend_ops
 from minigrad.gpu.backend_reference import REFERENCE_KERNELS
 from minigrad.nn import functional as F
 from minigrad.nn.functional.linear import LinearFunction
-from minigrad.tensor import strict_backend
-from minigrad.tensor.strict_backend import StrictArray
-from minigrad.tensor.ops_elementwise import Relu
+from minigrad.testing import strict_backend
+from minigrad.testing.strict_backend import StrictArray
+from minigrad.tensor.ops.elementwise import Relu
 
 
 @pytest.fixture

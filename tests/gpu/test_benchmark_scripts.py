@@ -54,7 +54,7 @@ def test_wrong_kernel_output_is_reported_as_a_failed_check():
 @pytest.mark.parametrize("kind", ["mlp", "cnn"])
 def test_mnist_epoch_code_runs_on_a_device_that_refuses_host_conversion(kind):
     """The GPU epoch's code, on the strict test device: no hidden host NumPy call, accuracy above chance."""
-    from minigrad.tensor import strict_backend
+    from minigrad.testing import strict_backend
 
     (x, y), (xt, yt) = gpu_kernels.mnist_arrays(subset=True)[0]
     data = ((x[:512], y[:512]), (xt[:200], yt[:200]))

@@ -16,7 +16,7 @@ from minigrad import nn, optim
 from minigrad.data import DataLoader, TensorDataset
 from minigrad.memory.estimate import CATEGORIES, EstimateError, estimate, format_bytes
 from minigrad.memory.profiles import PROFILES
-from minigrad.tensor import strict_backend
+from minigrad.testing import strict_backend
 from minigrad.training.fit import fit
 from minigrad.training.recipes import mnist_cnn, mnist_mlp
 

@@ -200,7 +200,7 @@ def test_bad_profiles_and_reentry_are_refused():
 
 
 def test_other_devices_are_not_on_the_card():
-    from minigrad.tensor import strict_backend
+    from minigrad.testing import strict_backend
     strict = strict_backend.register()
     with simulated_gpu(TINY, devices=("cpu",)) as gpu:
         big = mt.zeros((64, MiB // 4), device=strict)  # 64 MiB on a device the card does not simulate

@@ -8,6 +8,7 @@ import pytest
 import minigrad.nn as nn
 import minigrad.nn.functional as F
 import minigrad.tensor as mt
+from minigrad.amp import casting_policy
 from minigrad.tensor import DTypeError, ShapeError
 
 # ----------------------------------------------------------------------------- the public surface
@@ -408,7 +409,7 @@ def test_layers_run_under_a_dtype_policy():
         return mt.float16 if op in ("conv2d", "matmul") else mt.float32 if op in ("batch_norm", "cross_entropy") else None
 
     model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(36, 3))
-    with mt.dtype_policy(policy):
+    with mt.dtype_policy(casting_policy(policy)):
         loss = F.cross_entropy(model(mt.randn(4, 1, 6, 6)), mt.tensor([0, 1, 2, 0]))
     assert {"conv2d", "batch_norm", "max_pool2d", "cross_entropy"} <= set(seen)
     assert loss.dtype == mt.float32 and np.isfinite(loss.item())

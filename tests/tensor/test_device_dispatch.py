@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import minigrad.tensor as mt
-from minigrad.tensor.ops_elementwise import Exp, Mul
+from minigrad.tensor.ops.elementwise import Exp, Mul
 
 pytestmark = pytest.mark.host_only  # the tests name their devices themselves
 

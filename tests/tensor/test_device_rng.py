@@ -6,7 +6,7 @@ import pytest
 import minigrad.nn.functional as F
 import minigrad.tensor as mt
 from minigrad.tensor import rng
-from minigrad.tensor.strict_backend import StrictArray, StrictGenerator, register
+from minigrad.testing.strict_backend import StrictArray, StrictGenerator, register
 
 pytestmark = pytest.mark.host_only  # the tests name their devices themselves
 

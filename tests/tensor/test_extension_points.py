@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import minigrad.tensor as mt
+from minigrad.amp import casting_policy
 from minigrad.tensor import hooks
 
 # ----------------------------------------------------------------------------- devices
@@ -148,7 +149,7 @@ def test_dtype_policy_sees_every_op_and_can_change_the_compute_dtype():
 
     x = mt.randn(4, 3)
     w = mt.randn(3, 2, requires_grad=True)
-    with mt.dtype_policy(policy):
+    with mt.dtype_policy(casting_policy(policy)):
         y = x @ w
         z = y.float().exp().sum()
     assert mt.get_dtype_policy() is None
@@ -163,17 +164,18 @@ def test_dtype_policy_sees_every_op_and_can_change_the_compute_dtype():
 
 
 def test_dtype_policy_leaves_integer_operands_alone():
-    with mt.dtype_policy(lambda op, dtypes: mt.float64):
+    with mt.dtype_policy(casting_policy(lambda op, dtypes: mt.float64)):
         y = mt.ones(3)[mt.tensor([0, 2])]
         z = mt.ones(2) + mt.ones(2)
     assert y.dtype == mt.float64 and z.dtype == mt.float64
 
 
 def test_set_dtype_policy_returns_the_previous_one():
-    def p(op, dtypes):
-        return None
+    def p(cls, args):
+        return args
 
     assert mt.set_dtype_policy(p) is None
+    assert (mt.ones(2) + 1).dtype == mt.float32
     assert mt.set_dtype_policy(None) is p
     with pytest.raises(TypeError, match="callable"):
         mt.set_dtype_policy("fp16")

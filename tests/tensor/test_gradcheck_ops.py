@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import minigrad.tensor as mt
-from minigrad.tensor import ops_convert, ops_index, ops_shape
+from minigrad.tensor.ops import convert as ops_convert, index as ops_index, shape as ops_shape
 
 
 def rng(seed=0):

@@ -10,7 +10,7 @@ import minigrad.nn as nn
 import minigrad.nn.functional as F
 import minigrad.optim as optim
 import minigrad.tensor as mt
-from minigrad.tensor.strict_backend import StrictArray, register, strict_numpy as xp
+from minigrad.testing.strict_backend import StrictArray, register, strict_numpy as xp
 
 pytestmark = pytest.mark.host_only  # the tests name their devices themselves
 

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import minigrad.tensor as mt
-from minigrad.tensor.ops_elementwise import erf
+from minigrad.tensor.ops.elementwise import erf
 
 # ----------------------------------------------------------------------------- factories
 

@@ -3,7 +3,7 @@
 import minigrad.nn as nn
 import minigrad.optim as optim
 import minigrad.tensor as mt
-from minigrad.tensor.strict_backend import StrictArray, register
+from minigrad.testing.strict_backend import StrictArray, register
 from minigrad.training import evaluate, fit, predict
 
 

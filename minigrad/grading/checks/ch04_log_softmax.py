@@ -1,6 +1,6 @@
-"""Graded checks for chapter 04, exercise 4.4: the ``LogSoftmax`` Function of ``minigrad.tensor.ops_log_softmax``.
+"""Graded checks for chapter 04, exercise 4.4: the ``LogSoftmax`` Function of ``minigrad.tensor.ops.log_softmax``.
 
-In the sandboxed child the learner's file *is* ``minigrad.tensor.ops_log_softmax``,
+In the sandboxed child the learner's file *is* ``minigrad.tensor.ops.log_softmax``,
 so ``t.log_softmax(dim)`` (and the cross-entropy built from it) runs the
 learner's ``forward`` and ``backward``. Every check draws fresh random shapes,
 dims and scores; the child sends back outputs and gradients, and they are

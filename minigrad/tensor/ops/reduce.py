@@ -22,8 +22,9 @@ from minigrad.tensor import grad_rules
 from minigrad.tensor.backend import array_module
 from minigrad.tensor.dtypes import default_float, int64, is_floating_point
 from minigrad.tensor.function import Function
-from minigrad.tensor.ops_convert import cast
+from minigrad.tensor.ops.convert import cast
 from minigrad.tensor.tensor import ReduceResult, Tensor, make_tensor
+from minigrad.tensor.op_table import register
 
 __all__ = [
     "sum", "mean", "max", "min", "amax", "amin", "var", "std", "argmax", "argmin", "all", "any",
@@ -261,3 +262,7 @@ def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
 def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     dims = normalize_dims(x._data.ndim, dim, "any")
     return make_tensor(np.any(x._data, axis=dims, keepdims=bool(keepdim)), x._device)
+
+
+# what the Tensor's methods call (see op_table.py)
+register(all, amax, amin, any, argmax, argmin, max, mean, min, std, sum, var)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import minigrad.tensor as mt
-from minigrad.tensor.cast_cache import active_cache, cached_cast, weight_cast_cache
+from minigrad.amp import active_cache, cached_cast, casting_policy, weight_cast_cache
 
 BF16 = mt.bfloat16
 
@@ -99,7 +99,7 @@ def test_a_dtype_policy_casts_through_the_cache():
     def policy(op, dtypes):
         return BF16 if op == "matmul" else None
 
-    with mt.dtype_policy(policy), weight_cast_cache() as cache:
+    with mt.dtype_policy(casting_policy(policy)), weight_cast_cache() as cache:
         y = (x @ w) + (x @ w) + (x.relu() @ w)
     assert y.dtype is BF16
     assert (cache.misses, cache.hits) == (1, 2)  # w cast once; the activations are not cached

@@ -1,6 +1,6 @@
 """The weight-cast cache: inside one mixed-precision region, each weight is cast once.
 
-Under autocast (``minigrad.amp``, built on the dtype policy of :mod:`.hooks`)
+Under autocast (``minigrad.amp``, built on the core's dtype-policy slot)
 every op casts its float32 operands to float16 or bfloat16 before computing.
 A weight used by several ops (a tied embedding, an RNN cell applied at every
 time step, the same layer called twice) would be cast once per use: the same
@@ -22,9 +22,9 @@ Invariants
   use casts again; a copy cast under ``no_grad()`` is never handed out where
   gradients must flow.
 - Regions nest; the inner ones share the outermost region's cache.
-- :func:`~minigrad.tensor.function.Function.apply` casts through
-  :func:`cached_cast` when a dtype policy asks for a cast, so a policy gets
-  the cache just by running inside :func:`weight_cast_cache`.
+- :func:`~minigrad.amp.casting_policy.casting_policy` casts through
+  :func:`cached_cast`, so a policy gets the cache just by running inside
+  :func:`weight_cast_cache`.
 """
 
 from __future__ import annotations
@@ -32,10 +32,8 @@ from __future__ import annotations
 import weakref
 from contextlib import contextmanager
 
+from minigrad.tensor import Tensor, cast, is_grad_enabled
 from minigrad.tensor.dtypes import as_dtype
-from minigrad.tensor.function import is_grad_enabled
-from minigrad.tensor.ops_convert import cast
-from minigrad.tensor.tensor import Tensor
 
 __all__ = ["WeightCastCache", "weight_cast_cache", "cached_cast", "active_cache"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from minigrad.tensor.backend import DeviceError
 from minigrad.tensor.errors import DTypeError, ShapeError, describe
-from minigrad.tensor.ops_elementwise import _as_operand
+from minigrad.tensor.ops.elementwise import _as_operand
 from minigrad.tensor.tensor import Tensor
 
 __all__ = ["operand_data", "write_error"]

@@ -26,10 +26,11 @@ from minigrad.tensor import fast_float16, grad_rules
 from minigrad.tensor.dtypes import promote_types
 from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import Function
-from minigrad.tensor.ops_convert import cast
-from minigrad.tensor.ops_elementwise import _as_operand
+from minigrad.tensor.ops.convert import cast
+from minigrad.tensor.ops.elementwise import _as_operand
 from minigrad.tensor.strides import broadcast_shapes
 from minigrad.tensor.tensor import Tensor
+from minigrad.tensor.op_table import register
 
 __all__ = ["matmul", "Matmul"]
 
@@ -102,3 +103,7 @@ def matmul(a, b) -> Tensor:
         if exc.__cause__ is not None:  # raised in the user's code (an exercise plugged in): keep it
             raise
         raise ShapeError(_explain(a, b) or str(exc)) from None
+
+
+# what the Tensor's methods call (see op_table.py)
+register(matmul)

@@ -23,9 +23,10 @@ from minigrad.tensor import grad_rules
 from minigrad.tensor.dtypes import bool_, default_float, is_floating_point, promote_types, result_type
 from minigrad.tensor.errors import DTypeError, ShapeError, describe
 from minigrad.tensor.function import Function
-from minigrad.tensor.ops_convert import cast
+from minigrad.tensor.ops.convert import cast
 from minigrad.tensor.strides import broadcast_shapes
 from minigrad.tensor.tensor import Tensor, make_tensor
+from minigrad.tensor.op_table import register
 
 __all__ = [
     "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
@@ -589,3 +590,8 @@ def logical_and(a, b):
 
 def logical_or(a, b):
     return _compare(a, b, np.logical_or, "logical_or")
+
+
+# what the Tensor's methods call (see op_table.py)
+register(abs, add, clamp, div, eq, exp, ge, gelu, gt, le, leaky_relu, log, logical_and, logical_not,
+         logical_or, lt, maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sqrt, sub, tanh, where)

@@ -13,8 +13,9 @@ from minigrad.tensor.backend import array_module
 from minigrad.tensor.dtypes import promote_types
 from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import Function
-from minigrad.tensor.ops_convert import cast
+from minigrad.tensor.ops.convert import cast
 from minigrad.tensor.tensor import Tensor
+from minigrad.tensor.op_table import register
 
 __all__ = ["cat", "concatenate", "stack", "split", "chunk"]
 
@@ -119,3 +120,7 @@ def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
     length = x._data.shape[x._dim(dim, "chunk")]
     return split(x, max(1, -(-length // chunks)), dim)
+
+
+# what the Tensor's methods call (see op_table.py)
+register(chunk, split)

@@ -9,7 +9,7 @@ change on the gradient: reshape it back, transpose it back, or, for
 ``reshape`` returns a view when the memory layout allows it and copies
 otherwise; ``view`` never copies and raises when it would have to.
 ``squeeze``/``unsqueeze``/``flatten`` (reshapes named by the dimensions they
-drop, add or merge) are in ``ops_squeeze.py``; ``cat``/``stack``/``split`` in ``ops_join.py``.
+drop, add or merge) are in ``ops/squeeze.py``; ``cat``/``stack``/``split`` in ``ops/join.py``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from minigrad.tensor.function import Function
 from minigrad.tensor.shape_args import infer_shape as _infer_shape
 from minigrad.tensor.shape_args import sizes as _sizes
 from minigrad.tensor.tensor import Tensor
+from minigrad.tensor.op_table import register
 
 __all__ = ["reshape", "view", "transpose", "permute", "expand", "contiguous"]
 
@@ -162,3 +163,7 @@ def contiguous(x: Tensor) -> Tensor:
     if x._data.flags.c_contiguous:
         return x
     return Contiguous.apply(x)
+
+
+# what the Tensor's methods call (see op_table.py)
+register(contiguous, expand, permute, reshape, transpose, view)

@@ -1,15 +1,16 @@
 """Reshapes named by the dimensions they change: squeeze (drop size-1 dims), unsqueeze (add one), flatten (merge).
 
-Each is a view made by :class:`~minigrad.tensor.ops_shape.Reshape`; its
+Each is a view made by :class:`~minigrad.tensor.ops.shape.Reshape`; its
 backward reshapes the gradient back.
 """
 
 from __future__ import annotations
 
 from minigrad.tensor.errors import ShapeError
-from minigrad.tensor.ops_shape import Reshape, reshape
+from minigrad.tensor.ops.shape import Reshape, reshape
 from minigrad.tensor.strides import numel
 from minigrad.tensor.tensor import Tensor
+from minigrad.tensor.op_table import register
 
 __all__ = ["squeeze", "unsqueeze", "flatten"]
 
@@ -54,3 +55,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if start > end:
         raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for shape {shape}")
     return reshape(x, shape[:start] + (numel(shape[start : end + 1]),) + shape[end + 1 :])
+
+
+# what the Tensor's methods call (see op_table.py)
+register(flatten, squeeze, unsqueeze)

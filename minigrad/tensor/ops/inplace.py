@@ -24,12 +24,12 @@ The ops themselves (``add_``... ``x[key] = v``, ``fill_``, ``copy_``) are in ``i
 from __future__ import annotations
 
 from minigrad.tensor import saved_tensors as _saved_tensors
+from minigrad.tensor.backend import root_array
 from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import _GradMode
-from minigrad.tensor.hooks import _root
-from minigrad.tensor.inplace_writes import operand_data, write_error
-from minigrad.tensor.ops_convert import cast
-from minigrad.tensor.ops_elementwise import _as_operand
+from minigrad.tensor.ops.inplace_writes import operand_data, write_error
+from minigrad.tensor.ops.convert import cast
+from minigrad.tensor.ops.elementwise import _as_operand
 from minigrad.tensor.tensor import Tensor, VersionCounter, make_tensor
 
 __all__ = ["binary_"]
@@ -68,9 +68,9 @@ def _rebase(t: Tensor, result: Tensor, op: str) -> Tensor:
         )
     node = result.grad_fn
     if node is not None and node._saved and node._unpack is None:  # it may have saved t's old memory, about to change
-        buffer = _root(t._data)
+        buffer = root_array(t._data)
         node._saved = tuple(
-            s.copy() if s is t._data or (getattr(s, "base", None) is not None and _root(s) is buffer) else s
+            s.copy() if s is t._data or (getattr(s, "base", None) is not None and root_array(s) is buffer) else s
             for s in node._saved
         )
     try:

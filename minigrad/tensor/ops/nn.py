@@ -6,7 +6,7 @@ the max cancels) so that ``exp`` never overflows; ``exp(1000.)`` is ``inf`` in
 float32, ``exp(1000. - 1000.)`` is 1. As in PyTorch, a row that is entirely
 ``-inf`` gives ``nan`` in softmax/log_softmax, and ``-inf`` in logsumexp.
 
-``log_softmax``'s node, :class:`~minigrad.tensor.ops_log_softmax.LogSoftmax`,
+``log_softmax``'s node, :class:`~minigrad.tensor.ops.log_softmax.LogSoftmax`,
 is written out in its own file as chapter 04's example of a whole op
 (exercise 4.4).
 """
@@ -19,9 +19,10 @@ from minigrad.tensor.backend import array_module
 from minigrad.tensor.dtypes import default_float, int64, is_floating_point
 from minigrad.tensor.errors import DTypeError, ShapeError
 from minigrad.tensor.function import Function
-from minigrad.tensor.ops_convert import cast
-from minigrad.tensor.ops_log_softmax import LogSoftmax
+from minigrad.tensor.ops.convert import cast
+from minigrad.tensor.ops.log_softmax import LogSoftmax
 from minigrad.tensor.tensor import Tensor, make_tensor
+from minigrad.tensor.op_table import register
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "one_hot", "pad"]
 
@@ -87,7 +88,7 @@ def log_softmax(x: Tensor, dim: int) -> Tensor:
 
 def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over ``dim`` (an int or a tuple), computed without overflow."""
-    from minigrad.tensor.ops_reduce import normalize_dims
+    from minigrad.tensor.ops.reduce import normalize_dims
 
     if x._data.ndim == 0:
         return x
@@ -144,3 +145,7 @@ def pad(x: Tensor, pad, mode: str = "constant", value: float = 0.0) -> Tensor:
     for i in range(len(pad) // 2):
         widths[x._data.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
     return Pad.apply(x, tuple(widths), value)
+
+
+# what the Tensor's methods call (see op_table.py)
+register(log_softmax, logsumexp, softmax)

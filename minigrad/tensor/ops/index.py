@@ -23,6 +23,7 @@ from minigrad.tensor.dtypes import is_floating_point
 from minigrad.tensor.errors import DTypeError
 from minigrad.tensor.function import Function
 from minigrad.tensor.tensor import Tensor
+from minigrad.tensor.op_table import register
 
 __all__ = ["getitem", "normalize_key", "GetItem", "SetItem"]
 
@@ -150,3 +151,7 @@ def getitem(x: Tensor, key) -> Tensor:
     """``x[key]``: a view for basic keys, a copy for integer arrays and masks."""
     key, kind = normalize_key(x, key)
     return GetItem.apply(x, key, kind)
+
+
+# what the Tensor's methods call (see op_table.py)
+register(getitem)

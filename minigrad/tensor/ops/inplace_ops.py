@@ -12,12 +12,13 @@ import numpy as np
 from minigrad.tensor.backend import transfer
 from minigrad.tensor.dtypes import is_floating_point
 from minigrad.tensor.errors import DTypeError
-from minigrad.tensor.inplace import _alias, _bump, _check_can_record, _rebase, _recording, binary_
-from minigrad.tensor.inplace_writes import operand_data, write_error
-from minigrad.tensor.ops_convert import cast
-from minigrad.tensor.ops_elementwise import Add, Div, Mul, Sub, _as_operand
-from minigrad.tensor.ops_index import SetItem, normalize_key
+from minigrad.tensor.ops.inplace import _alias, _bump, _check_can_record, _rebase, _recording, binary_
+from minigrad.tensor.ops.inplace_writes import operand_data, write_error
+from minigrad.tensor.ops.convert import cast
+from minigrad.tensor.ops.elementwise import Add, Div, Mul, Sub, _as_operand
+from minigrad.tensor.ops.index import SetItem, normalize_key
 from minigrad.tensor.tensor import Tensor, make_tensor
+from minigrad.tensor.op_table import register
 
 __all__ = ["add_", "sub_", "mul_", "div_", "setitem_", "fill_", "copy_"]
 
@@ -75,3 +76,7 @@ def div_(t: Tensor, other) -> Tensor:
     if not is_floating_point(t._data.dtype):
         raise DTypeError(f"div_: true division of the {t.dtype} tensor cannot be stored in place; use x = x / y")
     return binary_(t, other, Div, np.true_divide, "div_")
+
+
+# what the Tensor's methods call (see op_table.py)
+register(add_, copy_, div_, fill_, mul_, setitem_, sub_)

@@ -11,6 +11,7 @@ from minigrad.tensor.backend import Device, transfer
 from minigrad.tensor.dtypes import is_floating_point
 from minigrad.tensor.function import Function
 from minigrad.tensor.tensor import Tensor
+from minigrad.tensor.op_table import register
 
 __all__ = ["Cast", "ToDevice", "Clone", "cast", "to_device", "clone"]
 
@@ -65,3 +66,7 @@ def to_device(x: Tensor, device: Device) -> Tensor:
 def clone(x: Tensor) -> Tensor:
     """A copy with its own memory; gradients flow back to ``x``."""
     return Clone.apply(x)
+
+
+# what the Tensor's methods call (see op_table.py)
+register(cast, clone, to_device)
