@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from minigrad.tensor import backward_steps, hooks
 from minigrad.tensor.backward_steps import add_grad, input_gradients, store_grad
-from minigrad.tensor.function import AccumulateGrad
+from minigrad.tensor.accumulate_grad import AccumulateGrad
 from minigrad.tensor.tensor import Tensor
 
 __all__ = ["backward", "topological_order", "run_backward"]

@@ -10,7 +10,7 @@ b``) and live next to their op. The rules gathered here are the ones with an
 idea in them: summing a gradient back over broadcast dimensions, the two
 matrix products of a matmul, and spreading a reduction's gradient back over
 what it reduced (exercises 4.1-4.3). Exercise 4.4 writes a whole op
-(:mod:`.ops_log_softmax`), exercise 4.5 the backward pass itself
+(:mod:`.ops.log_softmax`), exercise 4.5 the backward pass itself
 (:mod:`.autograd`).
 
 They are plain functions on *backend arrays* (NumPy ``ndarray``s on the CPU):

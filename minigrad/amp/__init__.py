@@ -2,12 +2,12 @@
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (117 lines in all):
+The files that carry the chapter's ideas, in the order to read them (149 lines in all):
 
-1. ``casting_policy.py`` (55 lines): the core's dtype-policy slot filled from a
+1. ``casting_policy.py`` (51 lines): the core's dtype-policy slot filled from a
    rule ``rule(op, dtypes) -> dtype``: an op's floating point operands cast
    (recorded, differentiable) before it computes.
-2. ``cast_cache.py`` (62 lines): inside one mixed-precision region, each weight
+2. ``cast_cache.py`` (98 lines): inside one mixed-precision region, each weight
    is cast once (PyTorch's autocast cache).
 
 Extensions (not on the reading path)

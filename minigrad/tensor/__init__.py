@@ -2,70 +2,80 @@
 
 Reading order
 -------------
-The files that carry the chapters' ideas, in the order to read them (1,490 lines in all):
+The files that carry the chapters' ideas, in the order to read them (1,607 lines in all):
 
 Chapter 03 (data):
 
 1. ``strides.py`` (281 lines): storage, shape, strides and offset; index to
    position and back; contiguity; broadcasting; the strides of permute,
    expand and view; the strided walk behind ``contiguous()``, in plain Python.
-2. ``tensor.py`` (207 lines): the :class:`Tensor` — one backend array plus
+2. ``tensor.py`` (233 lines): the :class:`Tensor` — one backend array plus
    ``requires_grad``, ``grad_fn``, ``grad`` and the version counter (all set
    by ``init_tensor``); ``backward``, ``detach``, ``requires_grad_``.
-3. ``ops/shape.py`` (164 lines): views — a new shape and strides over the
+3. ``ops/shape.py`` (169 lines): views — a new shape and strides over the
    same memory (transpose, expand with stride 0, view/reshape) — and their
    backward, which undoes the shape change; ``contiguous``.
 
 Chapter 04 (autograd):
 
-4. ``function.py`` (295 lines): :class:`Function` — ``forward``/``backward``,
-   ``save_for_backward`` — and ``Function.apply``, which runs an op and
-   leaves its node in the graph; ``no_grad``.
-5. ``ops/log_softmax.py`` (50 lines): one op written out as a ``Function``
+4. ``function.py`` (301 lines): :class:`Function` — ``forward``/``backward``,
+   ``save_for_backward`` — and ``Function.apply``, which unwraps, runs the
+   op on the device, wraps and records the node, each a short step; ``no_grad``.
+5. ``op_table.py`` (64 lines): how ``x + y`` finds its op: the op modules
+   register into a table the Tensor's methods read (the core imports no op).
+6. ``ops/log_softmax.py`` (50 lines): one op written out as a ``Function``
    (exercise 4.4): a forward that cannot overflow, a backward from the
    saved output.
-6. ``autograd.py`` (134 lines): the backward pass — topological order,
+7. ``autograd.py`` (150 lines): the backward pass — topological order,
    gradients added up over the graph, leaves, ``retain_grad``,
    ``retain_graph`` (the driver is exercise 4.5).
-7. ``grad_rules.py`` (137 lines): the backward rules with an idea in them
+8. ``grad_rules.py`` (137 lines): the backward rules with an idea in them
    (``unbroadcast``, matmul, sum/mean): exercises 4.1-4.3.
-8. ``inplace.py`` (114 lines): in-place ops and the version counter that
+9. ``ops/inplace.py`` (114 lines): in-place ops and the version counter that
    catches a saved tensor modified before backward.
-9. ``gradcheck.py`` (108 lines): backward against finite differences, in float64.
+10. ``gradcheck.py`` (108 lines): backward against finite differences, in float64.
 
 Extensions (not on the reading path)
 ------------------------------------
+The layers of this package, bottom to top (a contract in ``pyproject.toml``
+keeps imports pointing down): the building blocks (``backend``, ``dtypes``,
+``strides``...), the Tensor's methods, the Tensor, the autograd core
+(``function``, ``backward_steps``, ``autograd``), the ops, and the tools on
+top (``gradcheck``, ``factories``).
+
 The Tensor's methods and the helpers of the core, each named for what it does:
 
-- ``tensor_methods.py`` (546 lines): the operator, reduction, shape and
+- ``tensor_methods.py`` (498 lines): the operator, reduction, shape and
   conversion methods (``x + y``, ``x.sum()``, ``x.view(...)``, ``x.to(...)``),
-  each a one-line call into an op; ``Tensor`` inherits them.
+  each a one-line call into the op table; ``Tensor`` inherits them.
+- ``accumulate_grad.py`` (39 lines): the graph node of a leaf that requires grad.
 - ``from_data.py`` (51 lines): Python data (nested lists, numbers, arrays) to an array: the rules of ``tensor()``.
 - ``op_errors.py`` (85 lines): a failed ``forward`` named by op and operands, and the line of the user's code.
 - ``version_checks.py`` (65 lines): which saved arrays backward checks against which version counters.
-- ``dtype_policy_casts.py`` (30 lines): an op's arguments cast as the dtype policy (autocast) asks.
 - ``shape_args.py`` (42 lines): size arguments of the shape ops, ``-1`` inferred.
-- ``inplace_ops.py`` (77 lines): ``add_``, ``sub_``, ``mul_``, ``div_``, ``x[key] = v``, ``fill_``, ``zero_``, ``copy_``, by ``inplace.py``'s rules.
-- ``inplace_writes.py`` (46 lines): writing into memory unrecorded, and NumPy's refusals as clear errors.
 - ``gradcheck_result.py`` (35 lines): what ``gradcheck`` reports, and its error.
 - ``backward_steps.py`` (157 lines): what the backward pass does besides its algorithm: a
   node's ``backward`` run and checked, a gradient stored in ``.grad`` without a needless copy, the seed.
 
-The op catalogue: every op is a :class:`Function` built as ``function.py``
-shows, its non-trivial rule in ``grad_rules.py``; read one or two (``Mul``,
-``Relu``, ``Sum``), look the rest up when you need them:
+The op catalogue (``ops/``): every op is a :class:`Function` built as
+``function.py`` shows, its non-trivial rule in ``grad_rules.py``; read one or
+two (``Mul``, ``Relu``, ``Sum``), look the rest up when you need them:
 
-- ``ops/elementwise.py`` (591 lines): arithmetic, activations, comparisons.
+- ``ops/__init__.py`` (7 lines): what the catalogue is and how it plugs in.
+- ``ops/elementwise.py`` (597 lines): arithmetic, activations, comparisons.
   GELU's ``erf`` approximation is there for PyTorch compatibility.
-- ``ops/reduce.py`` (263 lines): sum, mean, max/min, var/std, argmax.
-- ``ops/matmul.py`` (104 lines): ``a @ b`` with 1-D and batched operands.
-- ``ops/nn.py`` (146 lines): softmax, logsumexp (max subtracted first),
+- ``ops/reduce.py`` (268 lines): sum, mean, max/min, var/std, argmax.
+- ``ops/matmul.py`` (109 lines): ``a @ b`` with 1-D and batched operands.
+- ``ops/nn.py`` (151 lines): softmax, logsumexp (max subtracted first),
   ``log_softmax`` (its node is in ``ops/log_softmax.py``), one_hot, pad.
-- ``ops/index.py`` (152 lines): ``x[key]`` (basic keys give views) and recorded ``x[key] = v``.
-- ``ops/squeeze.py`` (56 lines): squeeze, unsqueeze, flatten: reshapes named by the dimensions they change.
-- ``ops/join.py`` (121 lines): cat, stack, split, chunk.
-- ``ops/convert.py`` (67 lines): casts, device moves, copies.
-- ``strided_arrays.py`` (136 lines): the arrays of permute/expand/view/contiguous,
+- ``ops/index.py`` (157 lines): ``x[key]`` (basic keys give views) and recorded ``x[key] = v``.
+- ``ops/squeeze.py`` (61 lines): squeeze, unsqueeze, flatten: reshapes named by the dimensions they change.
+- ``ops/join.py`` (126 lines): cat, stack, split, chunk.
+- ``ops/convert.py`` (72 lines): casts, device moves, copies.
+- ``ops/inplace_ops.py`` (82 lines): ``add_``, ``sub_``, ``mul_``, ``div_``, ``x[key] = v``, ``fill_``,
+  ``zero_``, ``copy_``, by ``ops/inplace.py``'s rules.
+- ``ops/inplace_writes.py`` (46 lines): writing into memory unrecorded, and NumPy's refusals as clear errors.
+- ``strided_arrays.py`` (140 lines): the arrays of permute/expand/view/contiguous,
   built from ``strides.py`` when its functions are replaced (chapter 03's
   ``use_exercise``), NumPy's own ops otherwise (the speed path).
 - ``factories.py`` (245 lines): ``tensor``, ``zeros``, ``randn``, ``arange``... with PyTorch's signatures.
@@ -77,19 +87,17 @@ shows, its non-trivial rule in ``grad_rules.py``; read one or two (``Mul``,
 Device and dtype extension points, for the later stages (GPU, memory, mixed
 precision, checkpointing), which plug in here instead of patching the core:
 
-- ``backend.py`` (197 lines): the device registry (NumPy on the CPU, CuPy for ``"cuda"`` later).
-- ``dispatch.py`` (128 lines): a device type's own kernel for an op.
-- ``hooks.py`` (511 lines): allocation observers and guards, phase observers and scopes, the dtype policy (autocast).
+- ``backend.py`` (233 lines): the device registry (NumPy on the CPU, CuPy for ``"cuda"`` later).
+- ``dispatch.py`` (125 lines): a device type's own kernel for an op.
+- ``hooks.py`` (462 lines): allocation observers and guards, phase observers and scopes.
+- ``dtype_policy.py`` (48 lines): the slot a mixed-precision policy fills (``minigrad.amp``).
 - ``bfloat16_compute.py`` (102 lines): ops on bfloat16 data computed in float32, rounded once.
 - ``fast_float16.py`` (43 lines): speed path — float16 matrix products on the
   CPU computed in float32 (NumPy's own are ~200x slower), equal to the clear
   rules' results rounded to float16.
-- ``cast_cache.py`` (100 lines): each weight cast once per autocast region.
 - ``saved_tensors.py`` (122 lines): ``saved_tensors_hooks``, pack/unpack around
   what backward keeps (checkpointing, offloading).
 - ``graph.py`` (5 lines): the same hooks under PyTorch's name ``graph.saved_tensors_hooks``.
-- ``strict_backend.py`` (367 lines): a test-only device whose arrays refuse
-  implicit conversion to NumPy, as CuPy's do.
 
 Debugging:
 
@@ -221,7 +229,10 @@ from minigrad.tensor.ops.reduce import all, amax, amin, any, argmax, argmin, max
 from minigrad.tensor.ops.join import cat, chunk, concatenate, split, stack
 from minigrad.tensor.ops.shape import contiguous, expand, permute, reshape, transpose, view
 from minigrad.tensor.ops.squeeze import flatten, squeeze, unsqueeze
+from minigrad.tensor.op_table import register as _register
 from minigrad.tensor.rng import default_generator, fork_rng, generator_for, get_rng_state, manual_seed, set_rng_state
+
+_register(backward)  # Tensor.backward() runs the backward pass through the op table, as the methods run ops
 
 cpu = device("cpu")
 float = float32  # noqa: A001 - PyTorch aliases

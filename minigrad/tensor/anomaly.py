@@ -13,6 +13,7 @@ import contextlib
 
 from minigrad.tensor.backend import array_module
 from minigrad.tensor.dtypes import bfloat16
+from minigrad.tensor.tensor import Tensor
 
 enabled = False
 _names: dict[int, str] = {}
@@ -63,8 +64,6 @@ def check_forward(op: str, args, out) -> None:
     """Raise if ``op`` produced a non-finite output; say whether an input was already bad."""
     if not _non_finite(out):
         return
-    from minigrad.tensor.tensor import Tensor
-
     for i, a in enumerate(args):
         if isinstance(a, Tensor) and _non_finite(a._data):
             whose = _name(a) if a.grad_fn is None else f"input {i} of {op} (made by {a.grad_fn.name})"

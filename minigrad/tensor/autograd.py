@@ -34,7 +34,6 @@ from minigrad.tensor import backward_steps, hooks
 from minigrad.tensor.backward_steps import add_grad, input_gradients, store_grad
 from minigrad.tensor.accumulate_grad import AccumulateGrad
 from minigrad.tensor.tensor import Tensor
-from minigrad.tensor.op_table import register
 
 __all__ = ["backward", "topological_order", "run_backward"]
 
@@ -144,7 +143,3 @@ def run_backward(root, seed, retain_graph: bool) -> None:
         if not retain_graph:
             node._saved = None
     ### END SOLUTION
-
-
-# what the Tensor's methods call (see op_table.py)
-register(backward)

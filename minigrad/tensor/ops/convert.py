@@ -10,8 +10,8 @@ from __future__ import annotations
 from minigrad.tensor.backend import Device, transfer
 from minigrad.tensor.dtypes import is_floating_point
 from minigrad.tensor.function import Function
-from minigrad.tensor.tensor import Tensor
 from minigrad.tensor.op_table import register
+from minigrad.tensor.tensor import Tensor
 
 __all__ = ["Cast", "ToDevice", "Clone", "cast", "to_device", "clone"]
 

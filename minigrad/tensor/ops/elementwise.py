@@ -23,10 +23,10 @@ from minigrad.tensor import grad_rules
 from minigrad.tensor.dtypes import bool_, default_float, is_floating_point, promote_types, result_type
 from minigrad.tensor.errors import DTypeError, ShapeError, describe
 from minigrad.tensor.function import Function
+from minigrad.tensor.op_table import register
 from minigrad.tensor.ops.convert import cast
 from minigrad.tensor.strides import broadcast_shapes
 from minigrad.tensor.tensor import Tensor, make_tensor
-from minigrad.tensor.op_table import register
 
 __all__ = [
     "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",

@@ -22,8 +22,8 @@ from minigrad.tensor.backend import DeviceError, array_module
 from minigrad.tensor.dtypes import is_floating_point
 from minigrad.tensor.errors import DTypeError
 from minigrad.tensor.function import Function
-from minigrad.tensor.tensor import Tensor
 from minigrad.tensor.op_table import register
+from minigrad.tensor.tensor import Tensor
 
 __all__ = ["getitem", "normalize_key", "GetItem", "SetItem"]
 

@@ -12,13 +12,13 @@ import numpy as np
 from minigrad.tensor.backend import transfer
 from minigrad.tensor.dtypes import is_floating_point
 from minigrad.tensor.errors import DTypeError
+from minigrad.tensor.op_table import register
 from minigrad.tensor.ops.inplace import _alias, _bump, _check_can_record, _rebase, _recording, binary_
 from minigrad.tensor.ops.inplace_writes import operand_data, write_error
 from minigrad.tensor.ops.convert import cast
 from minigrad.tensor.ops.elementwise import Add, Div, Mul, Sub, _as_operand
 from minigrad.tensor.ops.index import SetItem, normalize_key
 from minigrad.tensor.tensor import Tensor, make_tensor
-from minigrad.tensor.op_table import register
 
 __all__ = ["add_", "sub_", "mul_", "div_", "setitem_", "fill_", "copy_"]
 

@@ -13,9 +13,9 @@ from minigrad.tensor.backend import array_module
 from minigrad.tensor.dtypes import promote_types
 from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import Function
+from minigrad.tensor.op_table import register
 from minigrad.tensor.ops.convert import cast
 from minigrad.tensor.tensor import Tensor
-from minigrad.tensor.op_table import register
 
 __all__ = ["cat", "concatenate", "stack", "split", "chunk"]
 

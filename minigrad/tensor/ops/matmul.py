@@ -26,11 +26,11 @@ from minigrad.tensor import fast_float16, grad_rules
 from minigrad.tensor.dtypes import promote_types
 from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import Function
+from minigrad.tensor.op_table import register
 from minigrad.tensor.ops.convert import cast
 from minigrad.tensor.ops.elementwise import _as_operand
 from minigrad.tensor.strides import broadcast_shapes
 from minigrad.tensor.tensor import Tensor
-from minigrad.tensor.op_table import register
 
 __all__ = ["matmul", "Matmul"]
 

@@ -19,10 +19,11 @@ from minigrad.tensor.backend import array_module
 from minigrad.tensor.dtypes import default_float, int64, is_floating_point
 from minigrad.tensor.errors import DTypeError, ShapeError
 from minigrad.tensor.function import Function
+from minigrad.tensor.op_table import register
 from minigrad.tensor.ops.convert import cast
 from minigrad.tensor.ops.log_softmax import LogSoftmax
+from minigrad.tensor.ops.reduce import normalize_dims
 from minigrad.tensor.tensor import Tensor, make_tensor
-from minigrad.tensor.op_table import register
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "one_hot", "pad"]
 
@@ -88,7 +89,6 @@ def log_softmax(x: Tensor, dim: int) -> Tensor:
 
 def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over ``dim`` (an int or a tuple), computed without overflow."""
-    from minigrad.tensor.ops.reduce import normalize_dims
 
     if x._data.ndim == 0:
         return x

@@ -22,9 +22,9 @@ from minigrad.tensor import grad_rules
 from minigrad.tensor.backend import array_module
 from minigrad.tensor.dtypes import default_float, int64, is_floating_point
 from minigrad.tensor.function import Function
+from minigrad.tensor.op_table import register
 from minigrad.tensor.ops.convert import cast
 from minigrad.tensor.tensor import ReduceResult, Tensor, make_tensor
-from minigrad.tensor.op_table import register
 
 __all__ = [
     "sum", "mean", "max", "min", "amax", "amin", "var", "std", "argmax", "argmin", "all", "any",

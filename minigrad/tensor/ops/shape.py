@@ -18,10 +18,10 @@ from minigrad.tensor import grad_rules, strided_arrays, strides
 from minigrad.tensor.backend import array_module
 from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import Function
+from minigrad.tensor.op_table import register
 from minigrad.tensor.shape_args import infer_shape as _infer_shape
 from minigrad.tensor.shape_args import sizes as _sizes
 from minigrad.tensor.tensor import Tensor
-from minigrad.tensor.op_table import register
 
 __all__ = ["reshape", "view", "transpose", "permute", "expand", "contiguous"]
 

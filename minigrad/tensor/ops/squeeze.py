@@ -7,10 +7,10 @@ backward reshapes the gradient back.
 from __future__ import annotations
 
 from minigrad.tensor.errors import ShapeError
+from minigrad.tensor.op_table import register
 from minigrad.tensor.ops.shape import Reshape, reshape
 from minigrad.tensor.strides import numel
 from minigrad.tensor.tensor import Tensor
-from minigrad.tensor.op_table import register
 
 __all__ = ["squeeze", "unsqueeze", "flatten"]
 
