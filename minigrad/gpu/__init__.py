@@ -38,18 +38,18 @@ chapter 07 teaches them, then how a kernel runs on the CPU (1,979 lines in all):
 9. ``kernels/loss_scale.py`` (60 lines): unscale gradients and flag inf/NaN.
 10. ``kernel.py`` (125 lines): ``@jit.rawkernel()``, ``kernel[grid, block](*args)``,
     and the choice between GPU and simulator.
-11. ``threads.py`` (130 lines): which thread is running; ``threadIdx``,
+11. ``simulator/threads.py`` (130 lines): which thread is running; ``threadIdx``,
     ``blockIdx``, ``grid()``... read it.
-12. ``barriers.py`` (136 lines): ``syncthreads()`` (and warp shuffles)
+12. ``simulator/barriers.py`` (136 lines): ``syncthreads()`` (and warp shuffles)
     rewritten into ``yield``, so a thread can pause at a barrier.
-13. ``simulator.py`` (231 lines): the scheduler - blocks, threads, barrier
+13. ``simulator/scheduler.py`` (231 lines): the scheduler - blocks, threads, barrier
     rounds, divergent barriers; measured speed.
-14. ``memory.py`` (311 lines): global and shared arrays with bounds checks,
+14. ``simulator/arrays.py`` (311 lines): global and shared arrays with bounds checks,
     counters and race checks; ``shared_memory``, ``atomic_add``.
-15. ``races.py`` (107 lines): the shared-memory race detector.
-16. ``warps.py`` (130 lines): warp shuffles, a meeting point for the 32
+15. ``simulator/races.py`` (107 lines): the shared-memory race detector.
+16. ``simulator/warps.py`` (130 lines): warp shuffles, a meeting point for the 32
     threads of a warp.
-17. ``counters.py`` (72 lines): what a launch moved, the inputs of a roofline.
+17. ``simulator/counters.py`` (72 lines): what a launch moved, the inputs of a roofline.
 18. ``errors.py`` (38 lines): the error classes and their common prefix.
 
 Extensions (not on the reading path)
@@ -65,6 +65,7 @@ Extensions (not on the reading path)
   through the per-device dispatch.
 - ``backend_reference.py`` (68 lines): the fused kernels' arithmetic as array
   operations, the stand-ins the test suites register for the strict device.
+- ``simulator/__init__.py`` (10 lines): what the simulator room holds.
 - ``kernels/__init__.py`` (29 lines): the kernels' host wrappers, imported in one place.
 - ``kernels/host.py`` (56 lines): what every wrapper needs - the arrays' module
   (NumPy or CuPy), grid sizes, dtype and shape checks.
@@ -72,7 +73,7 @@ Extensions (not on the reading path)
 
 from minigrad.gpu import jit
 from minigrad.gpu.backend import CudaUnavailableError, cuda_available
-from minigrad.gpu.counters import LaunchStats
+from minigrad.gpu.simulator.counters import LaunchStats
 from minigrad.gpu.errors import (
     DivergentBarrierError,
     DivergentWarpError,

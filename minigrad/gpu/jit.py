@@ -43,17 +43,17 @@ import numpy as _np
 
 from minigrad.gpu.errors import KernelError
 from minigrad.gpu.kernel import DeviceFunction, RawKernel, rawkernel
-from minigrad.gpu.memory import atomic_add, shared_memory
-from minigrad.gpu.simulator import last_launch_stats
-from minigrad.gpu.threads import blockDim, blockIdx, gridDim, grid, gridsize, laneid, threadIdx, warpsize
-from minigrad.gpu.warps import shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync
+from minigrad.gpu.simulator.arrays import atomic_add, shared_memory
+from minigrad.gpu.simulator.scheduler import last_launch_stats
+from minigrad.gpu.simulator.threads import blockDim, blockIdx, gridDim, grid, gridsize, laneid, threadIdx, warpsize
+from minigrad.gpu.simulator.warps import shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync
 
 
 def syncthreads() -> None:
     """Barrier: wait until every thread of the block has reached this statement.
 
     In a simulated kernel each ``syncthreads()`` statement is rewritten into a
-    pause of the thread before it runs (see ``minigrad/gpu/barriers.py``), so
+    pause of the thread before it runs (see ``minigrad/gpu/simulator/barriers.py``), so
     this function only runs when it is called some other way.
     """
     raise KernelError(

@@ -22,10 +22,10 @@ import functools
 import inspect
 
 from minigrad.gpu import launch as _launch
-from minigrad.gpu import simulator as _simulator
-from minigrad.gpu.barriers import thread_program
+from minigrad.gpu.simulator import scheduler as _scheduler
+from minigrad.gpu.simulator.barriers import thread_program
 from minigrad.gpu.errors import KernelLaunchError
-from minigrad.gpu.threads import CURRENT
+from minigrad.gpu.simulator.threads import CURRENT
 
 
 class RawKernel:
@@ -48,17 +48,17 @@ class RawKernel:
         return launcher
 
     def __call__(self, grid, block, args, shared_mem: int = 0, stream=None):
-        _simulator.refuse_nested_launch(self.name)
+        _scheduler.refuse_nested_launch(self.name)
         grid3 = _launch.dim3(self.name, "grid", grid)
         block3 = _launch.dim3(self.name, "block", block)
         if not isinstance(shared_mem, int) or shared_mem < 0:
             raise KernelLaunchError(f"kernel '{self.name}': shared_mem is a byte count >= 0, got {shared_mem!r}")
         args = tuple(args)
         if _launch.target(self.name, self.parameters, args) == "cupy":
-            _simulator.forget_last_stats()
+            _scheduler.forget_last_stats()
             return self.cupy_kernel()(grid3, block3, args, shared_mem=shared_mem, stream=stream)
         program, barriers = self.simulator_program()
-        _simulator.simulate(self.name, program, barriers, self.parameters, grid3, block3, args, shared_mem)
+        _scheduler.simulate(self.name, program, barriers, self.parameters, grid3, block3, args, shared_mem)
         return None
 
     def simulator_program(self):

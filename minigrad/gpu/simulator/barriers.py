@@ -7,7 +7,7 @@ exactly that: this module rewrites the kernel's source so every
 ``syncthreads()`` statement becomes ``yield <line number>``, which makes the
 kernel a generator function. Calling it gives one paused thread; ``next()``
 runs that thread up to its next barrier (the yielded line says which one) or
-to its end (``StopIteration``). The scheduler in ``simulator.py`` does the
+to its end (``StopIteration``). The scheduler in ``scheduler.py`` does the
 rest.
 
 Warp shuffles (``shfl_down_sync`` and friends, see ``warps.py``) are
