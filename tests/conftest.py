@@ -45,7 +45,7 @@ from hypothesis import HealthCheck, settings
 
 import minigrad.gpu  # noqa: F401  (the GPU stage in place: "cuda" known to the device registry)
 import minigrad.tensor as mt
-from minigrad.gpu.backend_ops import register_fused_ops, unregister_fused_ops
+from minigrad.gpu.device.backend_ops import register_fused_ops, unregister_fused_ops
 from minigrad.gpu.backend_reference import REFERENCE_KERNELS
 from minigrad.tensor import strict_backend
 

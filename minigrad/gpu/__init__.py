@@ -9,9 +9,9 @@ shared-memory data races - into errors that name the kernel, block, thread
 and index; it counts each launch's memory traffic (``jit.last_launch_stats()``).
 
 Importing this package never needs CuPy; it makes ``"cuda"`` a device of the
-tensor core (:mod:`minigrad.gpu.backend`): the first ``x.to("cuda")`` imports
+tensor core (:mod:`minigrad.gpu.device.backend`): the first ``x.to("cuda")`` imports
 CuPy, registers the backend and the fused kernels behind relu, cross-entropy
-and Adam (:mod:`minigrad.gpu.backend_ops`), or raises a clear error saying
+and Adam (:mod:`minigrad.gpu.device.backend_ops`), or raises a clear error saying
 whether CuPy or a GPU is missing.
 
 :mod:`minigrad.gpu.kernels` holds the library's kernels, each with a host
@@ -58,9 +58,10 @@ Extensions (not on the reading path)
 - ``cupy_kernel.py`` (111 lines): the same kernel handed to ``cupyx.jit`` for a real GPU.
 - ``compile_check.py`` (132 lines): transpile with ``cupyx.jit`` and compile with
   NVRTC, without a GPU (the ``gpu-check`` extra).
-- ``backend.py`` (114 lines): the ``"cuda"`` device - CuPy arrays, registered on
+- ``device/__init__.py`` (8 lines): what the device room holds.
+- ``device/backend.py`` (114 lines): the ``"cuda"`` device - CuPy arrays, registered on
   first use; the error when CuPy or a GPU is missing.
-- ``backend_ops.py`` (158 lines): the fused kernels behind the core's ops
+- ``device/backend_ops.py`` (158 lines): the fused kernels behind the core's ops
   (relu backward with the bias gradient of linear, cross-entropy, Adam)
   through the per-device dispatch.
 - ``backend_reference.py`` (68 lines): the fused kernels' arithmetic as array
@@ -72,8 +73,7 @@ Extensions (not on the reading path)
 """
 
 from minigrad.gpu import jit
-from minigrad.gpu.backend import CudaUnavailableError, cuda_available
-from minigrad.gpu.simulator.counters import LaunchStats
+from minigrad.gpu.device.backend import CudaUnavailableError, cuda_available
 from minigrad.gpu.errors import (
     DivergentBarrierError,
     DivergentWarpError,
@@ -82,6 +82,7 @@ from minigrad.gpu.errors import (
     OutOfBoundsError,
     SharedMemoryRaceError,
 )
+from minigrad.gpu.simulator.counters import LaunchStats
 
 __all__ = [
     "jit",

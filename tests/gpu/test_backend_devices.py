@@ -15,7 +15,7 @@ import pytest
 import minigrad.tensor as mt
 from minigrad import nn, optim
 from minigrad.data import DataLoader, TensorDataset
-from minigrad.gpu import backend_ops
+from minigrad.gpu.device import backend_ops
 from minigrad.gpu.backend_reference import REFERENCE_KERNELS
 from minigrad.nn import functional as F
 from minigrad.nn.functional.linear import LinearFunction
