@@ -64,8 +64,6 @@ Extensions (not on the reading path)
 - ``device/backend_ops.py`` (158 lines): the fused kernels behind the core's ops
   (relu backward with the bias gradient of linear, cross-entropy, Adam)
   through the per-device dispatch.
-- ``backend_reference.py`` (68 lines): the fused kernels' arithmetic as array
-  operations, the stand-ins the test suites register for the strict device.
 - ``simulator/__init__.py`` (10 lines): what the simulator room holds.
 - ``kernels/__init__.py`` (29 lines): the kernels' host wrappers, imported in one place.
 - ``kernels/host.py`` (56 lines): what every wrapper needs - the arrays' module

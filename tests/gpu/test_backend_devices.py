@@ -16,12 +16,12 @@ import minigrad.tensor as mt
 from minigrad import nn, optim
 from minigrad.data import DataLoader, TensorDataset
 from minigrad.gpu.device import backend_ops
-from minigrad.gpu.backend_reference import REFERENCE_KERNELS
 from minigrad.nn import functional as F
 from minigrad.nn.functional.linear import LinearFunction
 from minigrad.tensor import strict_backend
 from minigrad.tensor.strict_backend import StrictArray
 from minigrad.tensor.ops_elementwise import Relu
+from minigrad.testing.reference_kernels import REFERENCE_KERNELS
 
 
 @pytest.fixture

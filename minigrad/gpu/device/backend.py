@@ -3,9 +3,9 @@
 ``import minigrad.gpu`` makes ``"cuda"`` a device type the tensor core knows,
 without importing CuPy: the first ``x.to("cuda")`` (or ``device("cuda")``)
 imports CuPy, checks that it sees a GPU, registers the backend and the
-fused kernels (:mod:`minigrad.gpu.device.backend_ops`), and from then on every op
-runs on CuPy arrays: the core's ops are written against the array API that
-NumPy and CuPy share, matmul goes to cuBLAS through ``cupy.matmul``.
+fused kernels (:mod:`minigrad.gpu.device.backend_ops`), and from then on
+every op runs on CuPy arrays: the core's ops are written against the array
+API that NumPy and CuPy share, matmul goes to cuBLAS through ``cupy.matmul``.
 
 Without CuPy, or with CuPy but no GPU, the first use raises
 :class:`CudaUnavailableError` saying which one is missing and how to install;

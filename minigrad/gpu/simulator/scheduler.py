@@ -42,8 +42,8 @@ lockstep without a barrier is reported as a race), and C integer types -
 indices are Python ints (``threadIdx.x`` is an unsigned 32-bit int on a GPU,
 so ``threadIdx.x - 1`` wraps there and is -1 here; both are out of bounds)
 and scalar arguments are passed as given. Array elements keep their NumPy
-dtype. The compile check (:mod:`minigrad.gpu.compile_check`) catches what cupyx.jit's
-typing refuses.
+dtype. The compile check (:mod:`minigrad.gpu.compile_check`) catches what
+cupyx.jit's typing refuses.
 """
 
 from __future__ import annotations
