@@ -14,9 +14,23 @@ imports CuPy, registers the backend and the fused kernels behind relu,
 cross-entropy and Adam (:mod:`minigrad.gpu.device.backend_ops`), or raises a
 clear error saying whether CuPy or a GPU is missing.
 
-:mod:`minigrad.gpu.kernels` holds the library's kernels, each with a host
-wrapper that picks grid and block sizes (``fused_bias_relu(x, bias)``,
-``tiled_matmul(a, b)``, ...) and works on NumPy and CuPy arrays alike.
+Layout
+------
+- the top: the dialect kernels are written in (``jit.py``, and the table of
+  its names in ``dialect.py``), a kernel and its launch (``kernel.py``,
+  ``launch.py``), the same kernel for ``cupyx.jit`` (``cupy_kernel.py``,
+  ``compile_check.py``) and the errors;
+- ``kernels/``: the library's kernels, each with a host wrapper that picks
+  grid and block sizes (``fused_bias_relu(x, bias)``, ``tiled_matmul(a, b)``,
+  ...) and works on NumPy and CuPy arrays alike;
+- ``simulator/``: how a kernel runs on the CPU - threads, barriers, the
+  scheduler, checked arrays, races, warps, counters;
+- ``device/``: the ``"cuda"`` device of the tensor core and the fused ops
+  behind it.
+
+Imports point one way, down this list: ``device/``, ``kernels/``,
+``jit.py``, ``compile_check.py``, ``kernel.py``, ``cupy_kernel.py``,
+``dialect.py``, ``simulator/``, ``launch.py``, ``errors.py``.
 
 Reading order
 -------------
