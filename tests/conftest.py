@@ -31,7 +31,7 @@ bookkeeping): about 17 s against 10 s of CPU time for tests/tensor + tests/nn.
 The strict half runs with the GPU stage in place: ``minigrad.gpu`` imported
 and its fused ops registered for the strict device, as they are for
 ``"cuda"`` on a GPU, with the kernels' array-operation stand-ins
-(:mod:`minigrad.gpu.backend_reference`; float32 and float64, so gradchecks
+(:mod:`minigrad.testing.reference_kernels`; float32 and float64, so gradchecks
 pass through them). Code of the fused path that reached for host NumPy fails
 there as it would on CuPy.
 """
@@ -45,9 +45,9 @@ from hypothesis import HealthCheck, settings
 
 import minigrad.gpu  # noqa: F401  (the GPU stage in place: "cuda" known to the device registry)
 import minigrad.tensor as mt
-from minigrad.gpu.backend_ops import register_fused_ops, unregister_fused_ops
-from minigrad.gpu.backend_reference import REFERENCE_KERNELS
+from minigrad.gpu.device.backend_ops import register_fused_ops, unregister_fused_ops
 from minigrad.testing import strict_backend
+from minigrad.testing.reference_kernels import REFERENCE_KERNELS
 
 CI_EXAMPLES = 60
 WIDE_EXAMPLES = 1000

@@ -9,21 +9,35 @@ shared-memory data races - into errors that name the kernel, block, thread
 and index; it counts each launch's memory traffic (``jit.last_launch_stats()``).
 
 Importing this package never needs CuPy; it makes ``"cuda"`` a device of the
-tensor core (:mod:`minigrad.gpu.backend`): the first ``x.to("cuda")`` imports
-CuPy, registers the backend and the fused kernels behind relu, cross-entropy
-and Adam (:mod:`minigrad.gpu.backend_ops`), or raises a clear error saying
-whether CuPy or a GPU is missing.
+tensor core (:mod:`minigrad.gpu.device.backend`): the first ``x.to("cuda")``
+imports CuPy, registers the backend and the fused kernels behind relu,
+cross-entropy and Adam (:mod:`minigrad.gpu.device.backend_ops`), or raises a
+clear error saying whether CuPy or a GPU is missing.
 
-:mod:`minigrad.gpu.kernels` holds the library's kernels, each with a host
-wrapper that picks grid and block sizes (``fused_bias_relu(x, bias)``,
-``tiled_matmul(a, b)``, ...) and works on NumPy and CuPy arrays alike.
+Layout
+------
+- the top: the dialect kernels are written in (``jit.py``, and the table of
+  its names in ``dialect.py``), a kernel and its launch (``kernel.py``,
+  ``launch.py``), the same kernel for ``cupyx.jit`` (``cupy_kernel.py``,
+  ``compile_check.py``) and the errors;
+- ``kernels/``: the library's kernels, each with a host wrapper that picks
+  grid and block sizes (``fused_bias_relu(x, bias)``, ``tiled_matmul(a, b)``,
+  ...) and works on NumPy and CuPy arrays alike;
+- ``simulator/``: how a kernel runs on the CPU - threads, barriers, the
+  scheduler, checked arrays, races, warps, counters;
+- ``device/``: the ``"cuda"`` device of the tensor core and the fused ops
+  behind it.
+
+Imports point one way, down this list: ``device/``, ``kernels/``,
+``jit.py``, ``compile_check.py``, ``kernel.py``, ``cupy_kernel.py``,
+``dialect.py``, ``simulator/``, ``launch.py``, ``errors.py``.
 
 Reading order
 -------------
 The names a kernel is written with, the library's kernels in the order
-chapter 07 teaches them, then how a kernel runs on the CPU (1,979 lines in all):
+chapter 07 teaches them, then how a kernel runs on the CPU (2,007 lines in all):
 
-1. ``jit.py`` (75 lines): the names a kernel is written with.
+1. ``jit.py`` (53 lines): the names a kernel is written with.
 2. ``kernels/elementwise.py`` (52 lines): ``alpha * x + y`` with a grid-stride
    loop - thread index, bounds, any grid for any n (exercise 7.1).
 3. ``kernels/bias_relu.py`` (103 lines): elementwise and fused - bias + ReLU
@@ -32,47 +46,51 @@ chapter 07 teaches them, then how a kernel runs on the CPU (1,979 lines in all):
    and ``syncthreads`` between its steps.
 5. ``kernels/warp_reduce.py`` (66 lines): the same sum with warp shuffles.
 6. ``kernels/matmul.py`` (72 lines): tiled matmul, tiles staged in shared memory.
-7. ``kernels/cross_entropy.py`` (138 lines): fused softmax + cross-entropy,
+7. ``kernels/cross_entropy.py`` (143 lines): fused softmax + cross-entropy,
    forward (two reductions per row) and backward.
 8. ``kernels/adam.py`` (75 lines): a fused Adam / AdamW step in place.
 9. ``kernels/loss_scale.py`` (60 lines): unscale gradients and flag inf/NaN.
-10. ``kernel.py`` (125 lines): ``@jit.rawkernel()``, ``kernel[grid, block](*args)``,
-    and the choice between GPU and simulator.
-11. ``threads.py`` (130 lines): which thread is running; ``threadIdx``,
-    ``blockIdx``, ``grid()``... read it.
-12. ``barriers.py`` (136 lines): ``syncthreads()`` (and warp shuffles)
-    rewritten into ``yield``, so a thread can pause at a barrier.
-13. ``simulator.py`` (231 lines): the scheduler - blocks, threads, barrier
-    rounds, divergent barriers; measured speed.
-14. ``memory.py`` (311 lines): global and shared arrays with bounds checks,
-    counters and race checks; ``shared_memory``, ``atomic_add``.
-15. ``races.py`` (107 lines): the shared-memory race detector.
-16. ``warps.py`` (130 lines): warp shuffles, a meeting point for the 32
-    threads of a warp.
-17. ``counters.py`` (72 lines): what a launch moved, the inputs of a roofline.
-18. ``errors.py`` (38 lines): the error classes and their common prefix.
+10. ``kernel.py`` (89 lines): ``@jit.rawkernel()``,
+    ``kernel[grid, block](*args)``, and the choice between GPU and simulator.
+11. ``dialect.py`` (67 lines): where each name comes from, and device
+    functions, the helpers a kernel calls.
+12. ``simulator/threads.py`` (130 lines): which thread is running;
+    ``threadIdx``, ``blockIdx``, ``grid()``... read it.
+13. ``simulator/barriers.py`` (150 lines): ``syncthreads()`` (and warp
+    shuffles) rewritten into ``yield``, so a thread can pause at a barrier.
+14. ``simulator/scheduler.py`` (231 lines): blocks, threads, barrier rounds,
+    divergent barriers; measured speed.
+15. ``simulator/arrays.py`` (311 lines): global and shared arrays with bounds
+    checks, counters and race checks; ``shared_memory``, ``atomic_add``.
+16. ``simulator/races.py`` (107 lines): the shared-memory race detector.
+17. ``simulator/warps.py`` (130 lines): warp shuffles, a meeting point for the
+    32 threads of a warp.
+18. ``simulator/counters.py`` (72 lines): what a launch moved, the inputs of a
+    roofline.
+19. ``errors.py`` (38 lines): the error classes and their common prefix.
 
 Extensions (not on the reading path)
 ------------------------------------
 - ``launch.py`` (99 lines): checking grid/block sizes and where arguments live.
-- ``cupy_kernel.py`` (111 lines): the same kernel handed to ``cupyx.jit`` for a real GPU.
-- ``compile_check.py`` (132 lines): transpile with ``cupyx.jit`` and compile with
-  NVRTC, without a GPU (the ``gpu-check`` extra).
-- ``backend.py`` (114 lines): the ``"cuda"`` device - CuPy arrays, registered on
-  first use; the error when CuPy or a GPU is missing.
-- ``backend_ops.py`` (158 lines): the fused kernels behind the core's ops
-  (relu backward with the bias gradient of linear, cross-entropy, Adam)
+- ``cupy_kernel.py`` (115 lines): the same kernel handed to ``cupyx.jit`` for a
+  real GPU.
+- ``compile_check.py`` (132 lines): transpile with ``cupyx.jit`` and compile
+  with NVRTC, without a GPU (the ``gpu-check`` extra).
+- ``kernels/__init__.py`` (29 lines): the kernels' host wrappers, imported in
+  one place.
+- ``kernels/host.py`` (56 lines): what every wrapper needs - the arrays'
+  module (NumPy or CuPy), grid sizes, dtype and shape checks.
+- ``simulator/__init__.py`` (10 lines): what the simulator room holds.
+- ``device/__init__.py`` (8 lines): what the device room holds.
+- ``device/backend.py`` (114 lines): the ``"cuda"`` device - CuPy arrays,
+  registered on first use; the error when CuPy or a GPU is missing.
+- ``device/backend_ops.py`` (159 lines): the fused kernels behind the core's
+  ops (relu backward with the bias gradient of linear, cross-entropy, Adam)
   through the per-device dispatch.
-- ``backend_reference.py`` (68 lines): the fused kernels' arithmetic as array
-  operations, the stand-ins the test suites register for the strict device.
-- ``kernels/__init__.py`` (29 lines): the kernels' host wrappers, imported in one place.
-- ``kernels/host.py`` (56 lines): what every wrapper needs - the arrays' module
-  (NumPy or CuPy), grid sizes, dtype and shape checks.
 """
 
 from minigrad.gpu import jit
-from minigrad.gpu.backend import CudaUnavailableError, cuda_available
-from minigrad.gpu.counters import LaunchStats
+from minigrad.gpu.device.backend import CudaUnavailableError, cuda_available
 from minigrad.gpu.errors import (
     DivergentBarrierError,
     DivergentWarpError,
@@ -81,6 +99,7 @@ from minigrad.gpu.errors import (
     OutOfBoundsError,
     SharedMemoryRaceError,
 )
+from minigrad.gpu.simulator.counters import LaunchStats
 
 __all__ = [
     "jit",

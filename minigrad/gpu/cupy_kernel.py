@@ -5,12 +5,14 @@ A kernel refers to ``jit.threadIdx``, ``jit.syncthreads`` and so on, where
 reading its source and looking up the names it uses in the function's
 globals and closure, and only understands its own objects. So for the GPU
 the kernel gets a copy of its function object (same code, same source) whose
-globals and closure map every minigrad jit object to the ``cupyx.jit`` object
-of the same name, e.g. ``jit`` -> ``cupyx.jit`` and ``threadIdx`` ->
-``cupyx.jit.threadIdx``. The math functions of minigrad's jit (``jit.exp``...)
-become CuPy's ufuncs, which ``cupyx.jit`` calls on scalars: ``jit`` itself maps
-to a copy of ``cupyx.jit`` that also holds them. CuPy is imported here only,
-and only when used.
+globals and closure map every object of minigrad's dialect (the table in
+``dialect.py``, which ``jit`` exports) to the ``cupyx.jit`` object of the
+same name, e.g. ``jit`` -> ``cupyx.jit`` and ``threadIdx`` ->
+``cupyx.jit.threadIdx``, and each device function it calls to that
+function's ``cupyx.jit`` compilation. The math functions of minigrad's jit
+(``jit.exp``...) become CuPy's ufuncs, which ``cupyx.jit`` calls on scalars:
+``jit`` itself maps to a copy of ``cupyx.jit`` that also holds them. CuPy is
+imported here only, and only when used.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import importlib
 import types
 import warnings
 
+from minigrad.gpu import dialect
+from minigrad.gpu.dialect import KERNEL_NAMES, MATH_NAMES, DeviceFunction
 from minigrad.gpu.errors import KernelError
 
 _INSTALL = 'pip install "minigrad[gpu]" (NVIDIA GPU with CUDA 12)'
@@ -35,59 +39,57 @@ def import_cupyx_jit():
         ) from exc
 
 
-def _translated(value, ours, theirs):
-    """``value`` with any minigrad jit object replaced by its cupyx.jit counterpart."""
-    if value is ours:
-        return _gpu_jit(ours, theirs)
-    if isinstance(value, ours.DeviceFunction):
-        return value.cupy_function()
-    name = _NAMES.get(id(value))
-    if name is not None and getattr(ours, name, None) is value:
-        return getattr(_gpu_jit(ours, theirs), name)
-    return value
-
-
-_NAMES: dict[int, str] = {}
+# Kernels reach most names through the module they import them from (``jit.threadIdx``): that module,
+# known here by its name (it imports this one), becomes cupyx.jit.
+_JIT_MODULE = "minigrad.gpu.jit"
+# The dialect's objects by identity; plain numbers (warpsize) stay as they are: 32 is 32 in both.
+_NAMES = {id(getattr(dialect, name)): name for name in (*KERNEL_NAMES, *MATH_NAMES)
+          if not isinstance(getattr(dialect, name), int)}
 _GPU_JIT: list = []
+_DEVICE_FUNCTIONS: dict[DeviceFunction, object] = {}
 
 
-def _gpu_jit(ours, theirs):
+def _translated(value, theirs):
+    """``value`` with any object of minigrad's dialect replaced by its cupyx.jit counterpart."""
+    if isinstance(value, types.ModuleType) and value.__name__ == _JIT_MODULE:
+        return _gpu_jit(theirs)
+    if isinstance(value, DeviceFunction):
+        return cupy_device_function(value)
+    name = _NAMES.get(id(value))
+    return value if name is None else getattr(_gpu_jit(theirs), name)
+
+
+def _gpu_jit(theirs):
     """``cupyx.jit`` plus CuPy's ufuncs under the names of minigrad's math functions (``jit.exp`` -> ``cupy.exp``)."""
     if not _GPU_JIT:
         import cupy
 
         namespace = types.ModuleType(theirs.__name__, theirs.__doc__)
         namespace.__dict__.update(vars(theirs))
-        for name in ours.MATH_NAMES:
+        for name in MATH_NAMES:
             setattr(namespace, name, getattr(cupy, name))
         _GPU_JIT.append(namespace)
     return _GPU_JIT[0]
 
 
-def _translated_cell(cell, ours, theirs):
+def _translated_cell(cell, theirs):
     try:
-        return types.CellType(_translated(cell.cell_contents, ours, theirs))
+        return types.CellType(_translated(cell.cell_contents, theirs))
     except ValueError:  # an empty cell (a variable not yet assigned) stays empty
         return cell
 
 
 def cupy_function(func):
     """A copy of ``func`` whose globals and closure point at ``cupyx.jit`` instead of ``minigrad.gpu.jit``."""
-    from minigrad.gpu import jit as ours
-
     theirs = import_cupyx_jit()
-    if not _NAMES:
-        # Plain numbers (warpsize) stay as they are: 32 is 32 in both.
-        _NAMES.update({id(getattr(ours, name)): name for name in (*ours.KERNEL_NAMES, *ours.MATH_NAMES)
-                       if not isinstance(getattr(ours, name), int)})
-    missing = [name for name in ours.KERNEL_NAMES if not hasattr(theirs, name)]
+    missing = [name for name in ("rawkernel", *KERNEL_NAMES) if not hasattr(theirs, name)]
     if missing:
         raise KernelError(f"this CuPy's cupyx.jit lacks {', '.join(missing)}; upgrade CuPy (cupy-cuda12x>=13)")
     used = set(func.__code__.co_names)
     namespace = dict(func.__globals__)
     for name in used & namespace.keys():
-        namespace[name] = _translated(namespace[name], ours, theirs)
-    closure = tuple(_translated_cell(cell, ours, theirs) for cell in (func.__closure__ or ()))
+        namespace[name] = _translated(namespace[name], theirs)
+    closure = tuple(_translated_cell(cell, theirs) for cell in (func.__closure__ or ()))
     copy = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__, closure or None)
     copy.__module__ = func.__module__
     copy.__qualname__ = func.__qualname__
@@ -99,9 +101,11 @@ def cupy_kernel(func):
     return _cupyx_rawkernel(func, device=False)
 
 
-def cupy_device_function(func):
-    """The ``cupyx.jit.rawkernel(device=True)`` of ``func``, for kernels that call it."""
-    return _cupyx_rawkernel(func, device=True)
+def cupy_device_function(helper: DeviceFunction):
+    """The ``cupyx.jit.rawkernel(device=True)`` of a device function, for kernels that call it (made once)."""
+    if helper not in _DEVICE_FUNCTIONS:
+        _DEVICE_FUNCTIONS[helper] = _cupyx_rawkernel(helper.func, device=True)
+    return _DEVICE_FUNCTIONS[helper]
 
 
 def _cupyx_rawkernel(func, device: bool):

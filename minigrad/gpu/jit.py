@@ -35,41 +35,19 @@ unsigned 32-bit integers that ``cupyx.jit`` will not mix in arithmetic with
 signed int32 variables (such as a ``range`` loop over an int argument):
 convert with ``numpy.uint32(...)``. ``minigrad.gpu.compile_check`` checks a
 kernel against those rules without a GPU.
+
+Where the names come from: ``rawkernel`` from :mod:`minigrad.gpu.kernel`,
+``last_launch_stats`` from the simulator's scheduler, every other name from
+the table in :mod:`minigrad.gpu.dialect`.
 """
 
 from __future__ import annotations
 
-import numpy as _np
+from minigrad.gpu.dialect import KERNEL_NAMES, MATH_NAMES, DeviceFunction, exp, isfinite, log, sqrt
+from minigrad.gpu.dialect import atomic_add, shared_memory, syncthreads
+from minigrad.gpu.dialect import blockDim, blockIdx, gridDim, grid, gridsize, laneid, threadIdx, warpsize
+from minigrad.gpu.dialect import shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync
+from minigrad.gpu.kernel import RawKernel, rawkernel
+from minigrad.gpu.simulator.scheduler import last_launch_stats
 
-from minigrad.gpu.errors import KernelError
-from minigrad.gpu.kernel import DeviceFunction, RawKernel, rawkernel
-from minigrad.gpu.memory import atomic_add, shared_memory
-from minigrad.gpu.simulator import last_launch_stats
-from minigrad.gpu.threads import blockDim, blockIdx, gridDim, grid, gridsize, laneid, threadIdx, warpsize
-from minigrad.gpu.warps import shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync
-
-
-def syncthreads() -> None:
-    """Barrier: wait until every thread of the block has reached this statement.
-
-    In a simulated kernel each ``syncthreads()`` statement is rewritten into a
-    pause of the thread before it runs (see ``minigrad/gpu/barriers.py``), so
-    this function only runs when it is called some other way.
-    """
-    raise KernelError(
-        "jit.syncthreads() must be a statement of its own in the kernel's body (not inside an expression, "
-        "a helper function, or outside a kernel launch), e.g. a line `jit.syncthreads()`"
-    )
-
-
-# Math on scalars; each is a ufunc of CuPy of the same name on the GPU (see cupy_kernel.py).
-exp, log, sqrt, isfinite = _np.exp, _np.log, _np.sqrt, _np.isfinite
-MATH_NAMES = ("exp", "log", "sqrt", "isfinite")
-
-# Names a kernel may use; each has a cupyx.jit counterpart of the same name.
-KERNEL_NAMES = (
-    "rawkernel", "threadIdx", "blockIdx", "blockDim", "gridDim", "grid", "gridsize", "laneid", "warpsize",
-    "shared_memory", "syncthreads", "atomic_add", "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",
-)
-
-__all__ = [*KERNEL_NAMES, *MATH_NAMES, "RawKernel", "DeviceFunction", "last_launch_stats"]
+__all__ = ["rawkernel", *KERNEL_NAMES, *MATH_NAMES, "RawKernel", "DeviceFunction", "last_launch_stats"]

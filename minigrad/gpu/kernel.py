@@ -10,10 +10,10 @@ with the launch configuration gives a launcher, exactly as in ``cupyx.jit``::
 Like CuPy's, a launch returns None; after a simulated launch
 ``jit.last_launch_stats()`` holds its traffic counters.
 
-``@jit.rawkernel(device=True)`` makes a :class:`DeviceFunction` instead: a
-helper that kernels call like a Python function (``cupyx.jit`` compiles it
-to a ``__device__`` function). It may return a value; it may not contain
-``syncthreads()`` (write barriers in the kernel itself).
+``@jit.rawkernel(device=True)`` makes a
+:class:`~minigrad.gpu.dialect.DeviceFunction` instead: a helper that kernels
+call like a Python function (``cupyx.jit`` compiles it to a ``__device__``
+function).
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from __future__ import annotations
 import functools
 import inspect
 
+from minigrad.gpu import cupy_kernel as _cupy_kernel
 from minigrad.gpu import launch as _launch
-from minigrad.gpu import simulator as _simulator
-from minigrad.gpu.barriers import thread_program
+from minigrad.gpu.dialect import DeviceFunction
 from minigrad.gpu.errors import KernelLaunchError
-from minigrad.gpu.threads import CURRENT
+from minigrad.gpu.simulator import scheduler as _scheduler
+from minigrad.gpu.simulator.barriers import thread_program
 
 
 class RawKernel:
@@ -48,17 +49,17 @@ class RawKernel:
         return launcher
 
     def __call__(self, grid, block, args, shared_mem: int = 0, stream=None):
-        _simulator.refuse_nested_launch(self.name)
+        _scheduler.refuse_nested_launch(self.name)
         grid3 = _launch.dim3(self.name, "grid", grid)
         block3 = _launch.dim3(self.name, "block", block)
         if not isinstance(shared_mem, int) or shared_mem < 0:
             raise KernelLaunchError(f"kernel '{self.name}': shared_mem is a byte count >= 0, got {shared_mem!r}")
         args = tuple(args)
         if _launch.target(self.name, self.parameters, args) == "cupy":
-            _simulator.forget_last_stats()
+            _scheduler.forget_last_stats()
             return self.cupy_kernel()(grid3, block3, args, shared_mem=shared_mem, stream=stream)
         program, barriers = self.simulator_program()
-        _simulator.simulate(self.name, program, barriers, self.parameters, grid3, block3, args, shared_mem)
+        _scheduler.simulate(self.name, program, barriers, self.parameters, grid3, block3, args, shared_mem)
         return None
 
     def simulator_program(self):
@@ -70,48 +71,11 @@ class RawKernel:
     def cupy_kernel(self):
         """The ``cupyx.jit.rawkernel`` of this kernel (imports CuPy)."""
         if self._cupy is None:
-            from minigrad.gpu.cupy_kernel import cupy_kernel
-
-            self._cupy = cupy_kernel(self.func)
+            self._cupy = _cupy_kernel.cupy_kernel(self.func)
         return self._cupy
 
     def __repr__(self) -> str:
         return f"<minigrad.gpu.jit.rawkernel '{self.name}'>"
-
-
-class DeviceFunction:
-    """A helper called from kernels: plain Python on the simulator, a ``__device__`` function on the GPU."""
-
-    def __init__(self, func):
-        self.func = func
-        self.name = func.__name__
-        self._cupy = None
-        functools.update_wrapper(self, func)
-
-    def __call__(self, *args):
-        if CURRENT.kernel is None:
-            raise KernelLaunchError(
-                f"device function '{self.name}' can only be called from inside a kernel; launch a kernel "
-                f"that calls it"
-            )
-        return self.func(*args)
-
-    def __getitem__(self, config):
-        raise KernelLaunchError(
-            f"device function '{self.name}' cannot be launched with [grid, block]; call it from a kernel, "
-            f"or decorate it with @jit.rawkernel() (without device=True) to make it a kernel"
-        )
-
-    def cupy_function(self):
-        """The ``cupyx.jit.rawkernel(device=True)`` of this function (imports CuPy)."""
-        if self._cupy is None:
-            from minigrad.gpu.cupy_kernel import cupy_device_function
-
-            self._cupy = cupy_device_function(self.func)
-        return self._cupy
-
-    def __repr__(self) -> str:
-        return f"<minigrad.gpu.jit.rawkernel(device=True) '{self.name}'>"
 
 
 def rawkernel(*, mode: str = "cuda", device: bool = False):

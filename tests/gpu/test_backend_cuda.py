@@ -11,7 +11,8 @@ import pytest
 import minigrad.tensor as mt
 from minigrad import nn, optim
 from minigrad.data import DataLoader, TensorDataset
-from minigrad.gpu import CudaUnavailableError, backend
+from minigrad.gpu import CudaUnavailableError
+from minigrad.gpu.device import backend
 from minigrad.nn import functional as F
 
 pytestmark = pytest.mark.gpu

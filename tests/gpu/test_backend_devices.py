@@ -15,13 +15,13 @@ import pytest
 import minigrad.tensor as mt
 from minigrad import nn, optim
 from minigrad.data import DataLoader, TensorDataset
-from minigrad.gpu import backend_ops
-from minigrad.gpu.backend_reference import REFERENCE_KERNELS
+from minigrad.gpu.device import backend_ops
 from minigrad.nn import functional as F
 from minigrad.nn.functional.linear import LinearFunction
-from minigrad.testing import strict_backend
-from minigrad.testing.strict_backend import StrictArray
 from minigrad.tensor.ops.elementwise import Relu
+from minigrad.testing import strict_backend
+from minigrad.testing.reference_kernels import REFERENCE_KERNELS
+from minigrad.testing.strict_backend import StrictArray
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ import pytest
 
 import minigrad.tensor as mt
 from minigrad import cli
-from minigrad.gpu import CudaUnavailableError, backend
+from minigrad.gpu import CudaUnavailableError
+from minigrad.gpu.device import backend
 from minigrad.tensor import DeviceError
 
 

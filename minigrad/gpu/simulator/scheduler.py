@@ -42,8 +42,8 @@ lockstep without a barrier is reported as a race), and C integer types -
 indices are Python ints (``threadIdx.x`` is an unsigned 32-bit int on a GPU,
 so ``threadIdx.x - 1`` wraps there and is -1 here; both are out of bounds)
 and scalar arguments are passed as given. Array elements keep their NumPy
-dtype. The compile check (``compile_check.py``) catches what cupyx.jit's
-typing refuses.
+dtype. The compile check (:mod:`minigrad.gpu.compile_check`) catches what
+cupyx.jit's typing refuses.
 """
 
 from __future__ import annotations
@@ -54,15 +54,15 @@ import traceback
 
 import numpy as np
 
-from minigrad.gpu.counters import LaunchStats
 from minigrad.gpu.errors import DivergentBarrierError, KernelError, where
-from minigrad.gpu.memory import BlockMemory, GlobalArray
-from minigrad.gpu.threads import CURRENT
-from minigrad.gpu.warps import exchange
+from minigrad.gpu.simulator.counters import LaunchStats
+from minigrad.gpu.simulator.arrays import BlockMemory, GlobalArray
+from minigrad.gpu.simulator.threads import CURRENT
+from minigrad.gpu.simulator.warps import exchange
 
+_HERE = os.path.dirname(os.path.abspath(__file__))
 _INTERNALS = {  # the simulator's own files, whose frames a learner's traceback does not need
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    for name in ("simulator", "memory", "races", "threads", "kernel", "jit")
+    os.path.join(_HERE, name) for name in os.listdir(_HERE) if name.endswith(".py")
 }
 _last_stats: LaunchStats | None = None
 

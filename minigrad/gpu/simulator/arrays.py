@@ -1,4 +1,4 @@
-"""Instrumented memory: the global arrays a kernel is given and the shared arrays a block allocates.
+"""Instrumented arrays: the global arrays a kernel is given and the shared arrays a block allocates.
 
 Every element access goes through ``__getitem__``/``__setitem__`` here,
 which (1) checks the index against the array's shape - a negative index is
@@ -26,9 +26,9 @@ import sys
 import numpy as np
 
 from minigrad.gpu.errors import KernelError, OutOfBoundsError, where
-from minigrad.gpu import races
-from minigrad.gpu.races import MANY, RaceDetector
-from minigrad.gpu.threads import CURRENT
+from minigrad.gpu.simulator import races
+from minigrad.gpu.simulator.races import MANY, RaceDetector
+from minigrad.gpu.simulator.threads import CURRENT
 
 
 _OWN_FILES = {os.path.abspath(__file__), os.path.abspath(races.__file__)}

@@ -23,7 +23,7 @@ start, for ``shfl_up_sync``) gives the lane its own value, as in CUDA.
 from __future__ import annotations
 
 from minigrad.gpu.errors import DivergentWarpError, KernelError, where
-from minigrad.gpu.threads import CURRENT, warpsize
+from minigrad.gpu.simulator.threads import CURRENT, warpsize
 
 SHUFFLES = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync")
 FULL_MASK = 0xFFFFFFFF
@@ -120,7 +120,7 @@ def _shuffle_outside_a_kernel(name):
         )
 
     shuffle.__name__ = name
-    shuffle.__doc__ = f"Warp shuffle ``{name}(mask, value, val_id, width=32)``; see minigrad/gpu/warps.py."
+    shuffle.__doc__ = f"Warp shuffle ``{name}(mask, value, val_id, width=32)``; see minigrad/gpu/simulator/warps.py."
     return shuffle
 
 

@@ -3,9 +3,9 @@
 ``import minigrad.gpu`` makes ``"cuda"`` a device type the tensor core knows,
 without importing CuPy: the first ``x.to("cuda")`` (or ``device("cuda")``)
 imports CuPy, checks that it sees a GPU, registers the backend and the
-fused kernels (:mod:`minigrad.gpu.backend_ops`), and from then on every op
-runs on CuPy arrays: the core's ops are written against the array API that
-NumPy and CuPy share, matmul goes to cuBLAS through ``cupy.matmul``.
+fused kernels (:mod:`minigrad.gpu.device.backend_ops`), and from then on
+every op runs on CuPy arrays: the core's ops are written against the array
+API that NumPy and CuPy share, matmul goes to cuBLAS through ``cupy.matmul``.
 
 Without CuPy, or with CuPy but no GPU, the first use raises
 :class:`CudaUnavailableError` saying which one is missing and how to install;
@@ -95,7 +95,7 @@ def register_cuda() -> None:
     except CudaUnavailableError as err:
         _failure = err
         raise
-    from minigrad.gpu import backend_ops
+    from minigrad.gpu.device import backend_ops
 
     register_backend(_cupy_backend(cupy))
     backend_ops.register_fused_ops(DEVICE_TYPE, backend_ops.CUDA_KERNELS)

@@ -29,8 +29,9 @@ Every other case (another dtype, an option the kernel lacks) takes the op's
 own code, unchanged. A :class:`FusedKernels` says which arrays the kernels
 take: :data:`CUDA_KERNELS` (float32, the ``minigrad.gpu.kernels``) for
 ``"cuda"``; the test suites register
-:data:`~minigrad.gpu.backend_reference.REFERENCE_KERNELS` for the strict test
-device, so this glue code runs under the tensor and nn suites without a GPU.
+:data:`~minigrad.testing.reference_kernels.REFERENCE_KERNELS` for the strict
+test device, so this glue code runs under the tensor and nn suites without a
+GPU.
 """
 
 from __future__ import annotations

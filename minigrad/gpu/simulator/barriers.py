@@ -7,7 +7,7 @@ exactly that: this module rewrites the kernel's source so every
 ``syncthreads()`` statement becomes ``yield <line number>``, which makes the
 kernel a generator function. Calling it gives one paused thread; ``next()``
 runs that thread up to its next barrier (the yielded line says which one) or
-to its end (``StopIteration``). The scheduler in ``simulator.py`` does the
+to its end (``StopIteration``). The scheduler in ``scheduler.py`` does the
 rest.
 
 Warp shuffles (``shfl_down_sync`` and friends, see ``warps.py``) are
@@ -16,8 +16,9 @@ scheduler sends the exchanged value back in as the call's result.
 
 Because the rewrite is a source transformation, barriers inside loops and
 ``if`` blocks work as written. A barrier must be a statement of the kernel's
-own body (``jit.syncthreads()`` or ``syncthreads()`` on its own line); the
-rewritten function keeps the original file name and line numbers, so
+own body (``jit.syncthreads()`` or ``syncthreads()`` on its own line):
+called any other way, :func:`syncthreads` itself raises an error that says
+so. The rewritten function keeps the original file name and line numbers, so
 tracebacks point at the learner's code.
 """
 
@@ -32,6 +33,19 @@ from minigrad.gpu.errors import KernelError
 
 BARRIER_NAMES = ("syncthreads",)
 SHUFFLE_NAMES = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync")
+
+
+def syncthreads() -> None:
+    """Barrier: wait until every thread of the block has reached this statement.
+
+    In a simulated kernel each ``syncthreads()`` statement is rewritten into a
+    pause of the thread before it runs (see :func:`thread_program`), so this
+    function only runs when it is called some other way.
+    """
+    raise KernelError(
+        "jit.syncthreads() must be a statement of its own in the kernel's body (not inside an expression, "
+        "a helper function, or outside a kernel launch), e.g. a line `jit.syncthreads()`"
+    )
 
 
 def _called_name(node: ast.AST) -> str | None:

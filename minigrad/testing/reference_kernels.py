@@ -6,9 +6,9 @@ These functions compute what each kernel computes, with the operations of
 the arrays' own module (``array_module(x)``), in float32 or float64, with the
 kernels' signatures. Registered for the strict device
 (``register_fused_ops("strict", REFERENCE_KERNELS)``), they let the suites
-run :mod:`minigrad.gpu.backend_ops` - the code that decides when to fuse and
-wires the kernels' results into the graph - on arrays that refuse any trip
-to the host, with float64 gradchecks going through the fused paths.
+run :mod:`minigrad.gpu.device.backend_ops` - the code that decides when to
+fuse and wires the kernels' results into the graph - on arrays that refuse
+any trip to the host, with float64 gradchecks going through the fused paths.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from minigrad.gpu.backend_ops import FusedKernels
+from minigrad.gpu.device.backend_ops import FusedKernels
 from minigrad.tensor import array_module
 
 __all__ = ["REFERENCE_KERNELS"]
