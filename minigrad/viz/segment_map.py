@@ -11,7 +11,7 @@ allocated block (*inactive split*: ``empty_cache()`` cannot give them back)
 get a dashed red outline. The title states reserved and allocated bytes and
 the fragmentation ``1 - largest free block / free bytes``.
 
-``SegmentMap(trace)`` replays a trace (:mod:`minigrad.memory.trace_replay`)
+``SegmentMap(trace)`` replays a trace (:mod:`minigrad.memory.allocator.trace_replay`)
 and shows the state after event ``k`` under a policy: the block the event
 allocated or freed outlined, and under the map reserved, allocated and
 fragmentation over the whole replay (``draw_replay_timeline``) marked at
@@ -291,7 +291,7 @@ class SegmentMap:
 
     def __init__(self, trace, policy: str = "best_fit", event: int | None = None, capacity: int | None = None,
                  policies=("best_fit", "first_fit"), title: str | None = None, zoom_small_pool: bool = False):
-        from minigrad.memory.policies import POLICIES
+        from minigrad.memory.allocator.policies import POLICIES
 
         self.trace = list(trace)
         if not any(event[0] == "alloc" for event in self.trace):
@@ -314,7 +314,7 @@ class SegmentMap:
     @classmethod
     def from_training_step(cls, model: str = "mnist-cnn", batch_size: int = 64, steps: int = 1, **options):
         """Record ``steps`` training steps of ``model`` (see ``record_training_step``) and map them."""
-        from minigrad.memory.trace_recording import MODELS, record_training_step
+        from minigrad.memory.allocator.trace_recording import MODELS, record_training_step
 
         trace = record_training_step(model, batch_size, steps)
         options.setdefault("title", f"{MODELS[model][0]}, Adam, batch {batch_size}")
@@ -323,7 +323,7 @@ class SegmentMap:
     # ------------------------------------------------------------------ the trace
 
     def _largest_segment(self) -> int:
-        from minigrad.memory.sizes import round_size, segment_size
+        from minigrad.memory.allocator.sizes import round_size, segment_size
 
         return max(segment_size(round_size(e[2])) for e in self.trace if e[0] == "alloc")
 
@@ -348,7 +348,7 @@ class SegmentMap:
 
     def _replay_to(self, policy: str, event: int) -> tuple[list[dict], int]:
         """The snapshot after ``event`` and an address inside the block the event allocated or freed."""
-        from minigrad.memory.trace_replay import replay_states
+        from minigrad.memory.allocator.trace_replay import replay_states
 
         before: set = set()
         for index, _, allocator in replay_states(self.trace, policy, self.capacity):
@@ -362,7 +362,7 @@ class SegmentMap:
 
     def result(self, policy: str | None = None):
         """The ``ReplayResult`` of the whole trace under ``policy`` (default: the current one)."""
-        from minigrad.memory.trace_replay import replay
+        from minigrad.memory.allocator.trace_replay import replay
 
         policy = policy or self.policy
         if policy not in self._results:
