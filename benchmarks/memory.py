@@ -137,7 +137,7 @@ def main() -> None:
     print("\n2. a steady training step: tracked peak vs estimate vs ground truth")
     print(peaks_table(CASES))
 
-    from minigrad.memory.trace_recording import compare_policies_on_training_step
+    from minigrad.memory.allocator import compare_policies_on_training_step
 
     print("\n3. allocator policies on a replayed training step")
     for model, batch in (("mnist-mlp", 128), ("mnist-cnn", 64)):

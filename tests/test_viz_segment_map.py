@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from minigrad.memory import CachingAllocator, record_training_step, replay, replay_states
-from minigrad.memory.sizes import MiB
+from minigrad.memory.allocator.sizes import MiB
 from minigrad.viz.graph_svg import SVGFigure, _num
 from minigrad.viz.segment_map import (
     BAR_WIDTH, CATEGORY_COLOURS, FREE_COLOUR, HIGHLIGHT, LEFT, SPLIT_OUTLINE, SegmentMap, draw_replay_timeline,

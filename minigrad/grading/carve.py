@@ -9,10 +9,14 @@ The library marks each exercise region the nbgrader way::
 ``solution_text`` drops the marker lines; ``stub_text`` replaces each region
 with ``raise NotImplementedError("Exercise 1.3: <hint>")``. There is one
 source of truth: exercises/ and solutions/ are always regenerated, never edited.
+``exercise_functions`` names the functions that hold a file's regions: the
+ones ``use_exercise`` swaps in, and the names that tell one exercise file
+from another.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +58,44 @@ def find_regions(lines: list[str], where: str = "<source>") -> list[Region]:
     if open_region is not None:
         raise MarkerError(f"{where}:{open_region[3] + 1}: BEGIN SOLUTION is never closed")
     return regions
+
+
+def _definitions(tree: ast.Module) -> list[tuple[str, ast.AST]]:
+    """(qualified name, node) of every def at module level or directly inside (nested) classes."""
+    found: list[tuple[str, ast.AST]] = []
+
+    def visit(body, prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.append((prefix + node.name, node))
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body, prefix + node.name + ".")
+
+    visit(tree.body, "")
+    return found
+
+
+def exercise_functions(source: str | Path, exercise: str | None = None) -> list[str]:
+    """Qualified names (``"unbroadcast"``, ``"Value.__mul__"``) of the defs holding solution regions.
+
+    ``exercise``: only the regions of that exercise id. Raises ValueError for a
+    region outside any module-level function or method.
+    """
+    path = Path(source)
+    text = path.read_text()
+    definitions = _definitions(ast.parse(text, filename=str(path)))
+    names: list[str] = []
+    for region in find_regions(text.splitlines(), str(path)):
+        if exercise is not None and region.exercise != exercise:
+            continue
+        line = region.begin + 1  # ast counts lines from 1
+        holders = [(name, node) for name, node in definitions if node.lineno <= line <= node.end_lineno]
+        if not holders:
+            raise ValueError(f"{path.name}:{line}: solution region {region.exercise} is not inside a function")
+        name = max(holders, key=lambda item: item[1].lineno)[0]  # the innermost one
+        if name not in names:
+            names.append(name)
+    return names
 
 
 def _header(ch: Part, kind: str) -> str:

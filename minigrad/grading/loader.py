@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from minigrad.grading.carve import exercise_functions
 from minigrad.grading.manifest import Part, part_of
 
 _counter = itertools.count()
@@ -73,8 +74,6 @@ def _top_level_names(source: str) -> set[str] | None:
 
 def exercise_names(part: Part) -> set[str]:
     """The top-level functions and classes of ``part`` that hold its exercises (``Value``, ``unbroadcast``)."""
-    from minigrad.grading.use import exercise_functions
-
     return {name.split(".")[0] for name in exercise_functions(part.source)}
 
 

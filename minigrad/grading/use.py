@@ -13,8 +13,8 @@ function that holds a solution region in place of the library's::
         ...
 
 The functions to swap are found from the source, not from a list: the regions'
-line numbers (``carve.find_regions``) are matched with the ``def`` statements
-that enclose them (``ast``). This works because the library calls these
+line numbers are matched with the ``def`` statements that enclose them
+(``carve.exercise_functions``). This works because the library calls these
 functions through their module at call time (``grad_rules.unbroadcast(...)``).
 A region inside a method swaps that method on the library's class. Inside
 the block the learner's module-level name of that class (``Module``,
@@ -31,62 +31,23 @@ Invariants
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import importlib
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-from minigrad.grading.carve import find_regions
+from minigrad.grading.carve import exercise_functions
 from minigrad.grading.loader import find_exercise_file, load_module
 from minigrad.grading.manifest import PACKAGE_DIR, Part, chapter, part_of
 
-__all__ = ["use_exercise", "exercise_functions", "library_module", "parts_for"]
+__all__ = ["use_exercise", "library_module", "parts_for"]
 
 
 def library_module(part: Part) -> ModuleType:
     """The imported library module that ``part``'s exercise file is a copy of."""
     relative = Path(part.source).resolve().relative_to(PACKAGE_DIR).with_suffix("")
     return importlib.import_module(".".join((PACKAGE_DIR.name, *relative.parts)))
-
-
-def _definitions(tree: ast.Module) -> list[tuple[str, ast.AST]]:
-    """(qualified name, node) of every def at module level or directly inside (nested) classes."""
-    found: list[tuple[str, ast.AST]] = []
-
-    def visit(body, prefix: str) -> None:
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found.append((prefix + node.name, node))
-            elif isinstance(node, ast.ClassDef):
-                visit(node.body, prefix + node.name + ".")
-
-    visit(tree.body, "")
-    return found
-
-
-def exercise_functions(source: str | Path, exercise: str | None = None) -> list[str]:
-    """Qualified names (``"unbroadcast"``, ``"Value.__mul__"``) of the defs holding solution regions.
-
-    ``exercise``: only the regions of that exercise id. Raises ValueError for a
-    region outside any module-level function or method.
-    """
-    path = Path(source)
-    text = path.read_text()
-    definitions = _definitions(ast.parse(text, filename=str(path)))
-    names: list[str] = []
-    for region in find_regions(text.splitlines(), str(path)):
-        if exercise is not None and region.exercise != exercise:
-            continue
-        line = region.begin + 1  # ast counts lines from 1
-        holders = [(name, node) for name, node in definitions if node.lineno <= line <= node.end_lineno]
-        if not holders:
-            raise ValueError(f"{path.name}:{line}: solution region {region.exercise} is not inside a function")
-        name = max(holders, key=lambda item: item[1].lineno)[0]  # the innermost one
-        if name not in names:
-            names.append(name)
-    return names
 
 
 def _owner(module: ModuleType, qualname: str):

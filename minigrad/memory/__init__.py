@@ -31,13 +31,13 @@ Tracking, then the allocator from the rules up (1,265 lines in all):
 3. ``step_arithmetic.py`` (50 lines): a Linear + ReLU MLP's step memory by category, from shapes (exercise 8.2).
 4. ``tracker.py`` (450 lines): ``track()``: bytes by category, the peak split, phases, bytes saved per module.
 5. ``timeline.py`` (100 lines): the timeline's rows and their running totals per category.
-6. ``sizes.py`` (64 lines): rounding, the two pools, segment sizes, when to split.
-7. ``blocks.py`` (69 lines): segments and the blocks that tile them.
-8. ``pools.py`` (40 lines): a pool's free blocks, sorted by size and by address.
-9. ``policies.py`` (37 lines): best fit and first fit.
-10. ``allocator.py`` (245 lines): ``malloc``, ``free`` with coalescing (exercises 8.3 split, 8.4 coalesce),
+6. ``allocator/sizes.py`` (64 lines): rounding, the two pools, segment sizes, when to split.
+7. ``allocator/blocks.py`` (69 lines): segments and the blocks that tile them.
+8. ``allocator/pools.py`` (40 lines): a pool's free blocks, sorted by size and by address.
+9. ``allocator/policies.py`` (37 lines): best fit and first fit.
+10. ``allocator/caching_allocator.py`` (245 lines): ``malloc``, ``free`` with coalescing (exercises 8.3 split, 8.4 coalesce),
     ``empty_cache``, the capacity and its out-of-memory error.
-11. ``trace_replay.py`` (131 lines): replaying a trace under a policy, its states along the way.
+11. ``allocator/trace_replay.py`` (131 lines): replaying a trace under a policy, its states along the way.
 
 Extensions (not on the reading path)
 ------------------------------------
@@ -57,26 +57,27 @@ A consumer card's budget, enforced:
 
 The allocator's support:
 
-- ``device.py`` (50 lines): the device's ``malloc``/``free`` the allocator reserves segments from.
-- ``stats.py`` (88 lines): the statistics, in ``torch.cuda.memory_stats()``'s shape.
-- ``trace_recording.py`` (105 lines): a trace recorded from real training steps (MNIST MLP, CNN).
-- ``cupy_allocator.py`` (60 lines): the allocator serving CuPy's arrays on a GPU.
+- ``allocator/__init__.py`` (28 lines): the allocator's package and the names it exports.
+- ``allocator/device.py`` (50 lines): the device's ``malloc``/``free`` the allocator reserves segments from.
+- ``allocator/stats.py`` (88 lines): the statistics, in ``torch.cuda.memory_stats()``'s shape.
+- ``allocator/trace_recording.py`` (105 lines): a trace recorded from real training steps (MNIST MLP, CNN).
+- ``allocator/cupy_allocator.py`` (60 lines): the allocator serving CuPy's arrays on a GPU.
 """
 
 from minigrad.memory.accumulation import (
     AccumulationPoint, accumulation_estimates, estimate_at, fewest_steps_that_fit, measure_accumulated_peak,
     peak_by_micro_batch,
 )
-from minigrad.memory.allocator import AllocatorOutOfMemoryError, CachingAllocator
+from minigrad.memory.allocator import (
+    AllocatorOutOfMemoryError, CachingAllocator, CupyCachingAllocator, ReplayResult, compare_policies,
+    compare_policies_on_training_step, record_trace, record_training_step, replay, replay_states,
+)
 from minigrad.memory.categories import CATEGORIES
-from minigrad.memory.cupy_allocator import CupyCachingAllocator
 from minigrad.memory.estimate import OPTIMIZERS, Estimate, EstimateError, estimate, format_bytes
 from minigrad.memory.oom_report import OOMReport, OutOfMemoryError
 from minigrad.memory.profiles import PROFILES, GPUProfile, get_profile, profiles_table
 from minigrad.memory.simulated_gpu import SimulatedGPU, simulated_gpu
 from minigrad.memory.timeline import TimelineEvent
-from minigrad.memory.trace_recording import compare_policies_on_training_step, record_trace, record_training_step
-from minigrad.memory.trace_replay import ReplayResult, compare_policies, replay, replay_states
 from minigrad.memory.tracker import Tracker, track
 
 __all__ = [

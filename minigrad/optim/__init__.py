@@ -18,7 +18,7 @@ parameter-group dicts); this stage imports only :mod:`minigrad.tensor`.
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (1,142 lines in all):
+The files that carry the chapter's ideas, in the order to read them (1,128 lines in all):
 
 1. ``optimizer.py`` (408 lines): :class:`Optimizer` — parameter groups,
    per-parameter state, ``zero_grad``, ``step``, ``state_dict``.
@@ -26,7 +26,7 @@ The files that carry the chapter's ideas, in the order to read them (1,142 lines
    Nesterov) and Adam, as functions on arrays: the chapter's exercises.
 3. ``sgd.py`` (80 lines): :class:`SGD`, the update wired to the bookkeeping.
 4. ``adam.py`` (119 lines): :class:`Adam` and :class:`AdamW` (L2 vs decoupled weight decay).
-5. ``lr_scheduler.py`` (294 lines): ``LRScheduler`` and the schedules the
+5. ``lr_scheduler.py`` (280 lines): ``LRScheduler`` and the schedules the
    chapter uses: ``StepLR``, ``CosineAnnealingLR``, ``warmup_cosine`` (built on ``LambdaLR``).
 6. ``accumulate.py`` (103 lines): :class:`GradientAccumulator`, the update of a
    big batch from micro-batches.
@@ -37,14 +37,15 @@ Extensions (not on the reading path)
   does an optimizer's arithmetic on a device type (``register_update_kernel``;
   ``minigrad.gpu`` plugs fused kernels in here).
 - ``rmsprop.py`` (139 lines): :class:`RMSprop` and its ``rmsprop_update``, for PyTorch compatibility.
-- ``lr_scheduler_extras.py`` (168 lines): ``MultiStepLR``, ``ExponentialLR``,
-  ``LinearLR`` and ``SequentialLR``, for PyTorch compatibility (also importable
-  as ``lr_scheduler.MultiStepLR`` and so on).
+- ``lr_scheduler_extras.py`` (170 lines): ``MultiStepLR``, ``ExponentialLR``,
+  ``LinearLR`` and ``SequentialLR``, for PyTorch compatibility, built on
+  ``lr_scheduler.py``'s ``LRScheduler`` (exported here: ``optim.MultiStepLR``).
 """
 
 from minigrad.optim import functional, lr_scheduler
 from minigrad.optim.accumulate import GradientAccumulator
 from minigrad.optim.adam import Adam, AdamW
+from minigrad.optim.lr_scheduler_extras import ExponentialLR, LinearLR, MultiStepLR, SequentialLR
 from minigrad.optim.optimizer import Optimizer, required
 from minigrad.optim.rmsprop import RMSprop
 from minigrad.optim.sgd import SGD
@@ -53,4 +54,5 @@ from minigrad.optim.update_kernels import register_update_kernel, run_update, up
 __all__ = [
     "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "GradientAccumulator", "lr_scheduler", "functional",
     "required", "register_update_kernel", "update_kernel", "run_update",
+    "MultiStepLR", "ExponentialLR", "LinearLR", "SequentialLR",
 ]

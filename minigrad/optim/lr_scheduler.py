@@ -26,8 +26,9 @@ supported.
 This file holds the schedules chapter 05 uses (``StepLR``,
 ``CosineAnnealingLR``, ``warmup_cosine`` on ``LambdaLR``). The rest of
 PyTorch's set (``MultiStepLR``, ``ExponentialLR``, ``LinearLR``,
-``SequentialLR``) lives in :mod:`minigrad.optim.lr_scheduler_extras` and is
-importable from here as well (``lr_scheduler.MultiStepLR``).
+``SequentialLR``) lives in :mod:`minigrad.optim.lr_scheduler_extras`, built
+on this file's ``LRScheduler``; import them from there or from
+:mod:`minigrad.optim` (``optim.MultiStepLR``).
 """
 
 from __future__ import annotations
@@ -39,10 +40,7 @@ from typing import Any, Callable
 
 from minigrad.optim.optimizer import Optimizer
 
-__all__ = [
-    "LRScheduler", "LambdaLR", "StepLR", "CosineAnnealingLR", "warmup_cosine",
-    "MultiStepLR", "ExponentialLR", "LinearLR", "SequentialLR",  # from lr_scheduler_extras, see __getattr__
-]
+__all__ = ["LRScheduler", "LambdaLR", "StepLR", "CosineAnnealingLR", "warmup_cosine"]
 
 
 def _check_int(scheduler: str, name: str, value, low: int) -> None:
@@ -280,15 +278,3 @@ def warmup_cosine(optimizer: Optimizer, warmup_steps: int, total_steps: int, min
         factors.append(_WarmupCosineFactor(base_lr, warmup_steps, total_steps, min_lr))
     return LambdaLR(optimizer, factors)
 
-
-_EXTRAS = ("MultiStepLR", "ExponentialLR", "LinearLR", "SequentialLR")
-
-
-def __getattr__(name: str):
-    # The PyTorch-compatibility schedules live in their own module, loaded on first use; a lazy
-    # lookup because that module builds on LRScheduler from this one.
-    if name in _EXTRAS:
-        from minigrad.optim import lr_scheduler_extras
-
-        return getattr(lr_scheduler_extras, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

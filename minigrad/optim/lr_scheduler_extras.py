@@ -2,8 +2,10 @@
 
 ``MultiStepLR``, ``ExponentialLR``, ``LinearLR`` and ``SequentialLR``, built
 on :class:`minigrad.optim.lr_scheduler.LRScheduler` with the same closed-form
-rule (``lr = f(base_lr, step)``). Import them from either module:
-``minigrad.optim.lr_scheduler.LinearLR`` is this module's class.
+rule (``lr = f(base_lr, step)``). Import them from here or from
+:mod:`minigrad.optim` (``optim.LinearLR`` is this module's class); where code
+written for PyTorch says ``torch.optim.lr_scheduler.LinearLR``, use one of
+those.
 """
 
 from __future__ import annotations

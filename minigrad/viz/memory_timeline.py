@@ -31,6 +31,7 @@ from matplotlib.figure import Figure
 
 from minigrad.viz.figure_display import figure_png, show_figures_as_png
 from minigrad.viz.segment_map import CATEGORY_COLOURS
+from minigrad.viz.widget_frame import WidgetFrame
 
 __all__ = ["MemoryTimeline", "describe_event", "phase_spans", "plot_memory_timeline", "timeline_bands"]
 
@@ -126,14 +127,13 @@ def plot_memory_timeline(source, at: int | None = None, baseline_by_category=Non
     return fig
 
 
-class MemoryTimeline:
+class MemoryTimeline(WidgetFrame):
     """A tracker's timeline with a slider over its events; ``at`` is the event marked (default: the peak)."""
 
     def __init__(self, source, baseline_by_category=None, title: str | None = None):
         self.events, self.baseline = _events_and_baseline(source, baseline_by_category)
         self.title = title
         self.at = max(range(len(self.events)), key=lambda k: self.events[k].total)
-        self._widget = None
 
     def figure(self, at: int | None = None) -> Figure:
         return plot_memory_timeline(self.events, self.at if at is None else at, self.baseline, self.title)
@@ -141,30 +141,23 @@ class MemoryTimeline:
     def describe(self, at: int | None = None) -> str:
         return describe_event(self.events[self.at if at is None else at])
 
-    @property
-    def widget(self):
-        if self._widget is None:
-            import ipywidgets as widgets
-
-            self._slider = widgets.IntSlider(value=self.at, min=0, max=len(self.events) - 1, description="event",
-                                             continuous_update=False, layout=widgets.Layout(width="70%"))
-            self._picture = widgets.HTML()
-            self._slider.observe(self._on_change, names="value")
-            self._widget = widgets.VBox([self._slider, self._picture])
-            self._refresh()
-        return self._widget
+    def _rows(self, widgets) -> list:
+        self._slider = widgets.IntSlider(value=self.at, min=0, max=len(self.events) - 1, description="event",
+                                         continuous_update=False, layout=widgets.Layout(width="70%"))
+        self._slider.observe(self._on_change, names="value")
+        return [self._slider, self._picture]
 
     def _on_change(self, change) -> None:
         self.at = int(change["new"])
         self._refresh()
 
-    def _refresh(self) -> None:
+    def _refresh(self) -> None:  # a matplotlib figure, shown as a PNG image
         figure = self.figure()
         png = base64.b64encode(figure_png(figure)).decode("ascii")
         self._picture.value = (f"<img alt='{html.escape(self.describe())}' style='max-width: 100%' "
                                f"src='data:image/png;base64,{png}'/>")
 
-    def _ipython_display_(self) -> None:
+    def _ipython_display_(self) -> None:  # the PNG rides along as it is, not as an SVGFigure's bundle
         from IPython.display import display
 
         figure = self.figure()

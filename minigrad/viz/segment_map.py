@@ -11,7 +11,7 @@ allocated block (*inactive split*: ``empty_cache()`` cannot give them back)
 get a dashed red outline. The title states reserved and allocated bytes and
 the fragmentation ``1 - largest free block / free bytes``.
 
-``SegmentMap(trace)`` replays a trace (:mod:`minigrad.memory.trace_replay`)
+``SegmentMap(trace)`` replays a trace (:mod:`minigrad.memory.allocator.trace_replay`)
 and shows the state after event ``k`` under a policy: the block the event
 allocated or freed outlined, and under the map reserved, allocated and
 fragmentation over the whole replay (``draw_replay_timeline``) marked at
@@ -40,7 +40,7 @@ from functools import lru_cache
 from minigrad.viz.graph_svg import (
     TEXT, TEXT_SOFT, SVGFigure, _element, _escape, _num, _text, _text_width, stack_figures,
 )
-from minigrad.viz.widget_display import display_with_static_figure, widget_picture
+from minigrad.viz.widget_frame import WidgetFrame
 
 __all__ = [
     "CATEGORY_COLOURS", "FREE_COLOUR", "SegmentMap", "draw_replay_timeline", "draw_segment_map", "segment_figures",
@@ -280,7 +280,7 @@ def draw_replay_timeline(reserved, allocated, fragmentation, event: int) -> SVGF
     return SVGFigure(background + "".join(parts), LEFT + BAR_WIDTH + MARGIN, figure_height)
 
 
-class SegmentMap:
+class SegmentMap(WidgetFrame):
     """A replayed trace's allocator state after event ``event`` under ``policy``, with a slider and a policy switch.
 
     ``figure()``, ``state()`` and ``figures()`` work without ipywidgets; the
@@ -291,7 +291,7 @@ class SegmentMap:
 
     def __init__(self, trace, policy: str = "best_fit", event: int | None = None, capacity: int | None = None,
                  policies=("best_fit", "first_fit"), title: str | None = None, zoom_small_pool: bool = False):
-        from minigrad.memory.policies import POLICIES
+        from minigrad.memory.allocator.policies import POLICIES
 
         self.trace = list(trace)
         if not any(event[0] == "alloc" for event in self.trace):
@@ -308,13 +308,12 @@ class SegmentMap:
         self._descriptions = self._describe_events()
         self._state = lru_cache(maxsize=64)(self._replay_to)
         self._results: dict = {}
-        self._widget, self._syncing = None, False
         self.set(event=len(self.trace) - 1 if event is None else event, policy=policy)
 
     @classmethod
     def from_training_step(cls, model: str = "mnist-cnn", batch_size: int = 64, steps: int = 1, **options):
         """Record ``steps`` training steps of ``model`` (see ``record_training_step``) and map them."""
-        from minigrad.memory.trace_recording import MODELS, record_training_step
+        from minigrad.memory.allocator.trace_recording import MODELS, record_training_step
 
         trace = record_training_step(model, batch_size, steps)
         options.setdefault("title", f"{MODELS[model][0]}, Adam, batch {batch_size}")
@@ -323,7 +322,7 @@ class SegmentMap:
     # ------------------------------------------------------------------ the trace
 
     def _largest_segment(self) -> int:
-        from minigrad.memory.sizes import round_size, segment_size
+        from minigrad.memory.allocator.sizes import round_size, segment_size
 
         return max(segment_size(round_size(e[2])) for e in self.trace if e[0] == "alloc")
 
@@ -348,7 +347,7 @@ class SegmentMap:
 
     def _replay_to(self, policy: str, event: int) -> tuple[list[dict], int]:
         """The snapshot after ``event`` and an address inside the block the event allocated or freed."""
-        from minigrad.memory.trace_replay import replay_states
+        from minigrad.memory.allocator.trace_replay import replay_states
 
         before: set = set()
         for index, _, allocator in replay_states(self.trace, policy, self.capacity):
@@ -362,7 +361,7 @@ class SegmentMap:
 
     def result(self, policy: str | None = None):
         """The ``ReplayResult`` of the whole trace under ``policy`` (default: the current one)."""
-        from minigrad.memory.trace_replay import replay
+        from minigrad.memory.allocator.trace_replay import replay
 
         policy = policy or self.policy
         if policy not in self._results:
@@ -383,8 +382,7 @@ class SegmentMap:
         self.event, self.policy = event, policy
         if zoom_small_pool is not None:
             self.zoom_small_pool = bool(zoom_small_pool)
-        if self._widget is not None:
-            self._refresh()
+        self._redraw()
 
     def state(self) -> list[dict]:
         """The allocator's ``snapshot()`` after the current event."""
@@ -421,15 +419,7 @@ class SegmentMap:
 
     # ------------------------------------------------------------------ the widget
 
-    @property
-    def widget(self):
-        if self._widget is None:
-            self._widget = self._build_widget()
-        return self._widget
-
-    def _build_widget(self):
-        import ipywidgets as widgets
-
+    def _rows(self, widgets) -> list:
         last = len(self.trace) - 1
         self._slider = widgets.IntSlider(value=self.event, min=0, max=last, description="after event",
                                          continuous_update=True, layout=widgets.Layout(width="60%"))
@@ -437,29 +427,20 @@ class SegmentMap:
         widgets.jslink((self._play, "value"), (self._slider, "value"))
         self._policy = widgets.ToggleButtons(options=list(self.policies), value=self.policy, description="policy")
         self._zoom = widgets.Checkbox(value=self.zoom_small_pool, description="zoom the small pool", indent=False)
-        self._picture, self._readout = widgets.HTML(), widgets.HTML()
+        self._readout = widgets.HTML()
         for control in (self._slider, self._policy, self._zoom):
             control.observe(self._on_change, names="value")
-        self._widget = widgets.VBox([widgets.HBox([self._play, self._slider]), widgets.HBox([self._policy, self._zoom]),
-                                     self._readout, self._picture])
-        self._refresh()
-        return self._widget
+        return [[self._play, self._slider], [self._policy, self._zoom], self._readout, self._picture]
 
     def _on_change(self, change) -> None:
         if not self._syncing:
             self.set(event=self._slider.value, policy=self._policy.value, zoom_small_pool=self._zoom.value)
 
     def _refresh(self) -> None:
-        self._syncing = True  # moving the controls to the state must not set it again from half-moved controls
-        try:
+        with self._moving_controls():
             self._slider.value, self._policy.value, self._zoom.value = self.event, self.policy, self.zoom_small_pool
-        finally:
-            self._syncing = False
         self._readout.value = f"<code>{html.escape(self.readout())}</code>"
-        self._picture.value = widget_picture(self.figure().svg)
-
-    def _ipython_display_(self) -> None:
-        display_with_static_figure(lambda: self.widget, self.figure)
+        super()._refresh()
 
     def __repr__(self) -> str:
         return f"SegmentMap({len(self.trace)} events, {self.policy}, event {self.event})"

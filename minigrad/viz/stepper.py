@@ -29,7 +29,8 @@ from typing import Any
 from minigrad.viz.graph_svg import (
     VALUE_STYLE, SVGFigure, draw_graph, draw_legend, format_number, graph_nodes, stack_figures, value_box_width,
 )
-from minigrad.viz.widget_display import display_with_static_figure, widget_picture
+from minigrad.viz.widget_display import widget_picture
+from minigrad.viz.widget_frame import WidgetFrame
 
 __all__ = [
     "ChainRuleTerm", "BackpropStep", "BackpropTrace", "trace_backprop",
@@ -214,7 +215,7 @@ def box_widths(trace: BackpropTrace) -> list[tuple[Any, float]]:
     return list(zip(trace.nodes, widths))
 
 
-class BackpropStepper:
+class BackpropStepper(WidgetFrame):
     """Back / Next / Reset buttons and a slider over the steps of a backward pass.
 
     ``frame(k)`` and ``explanation(k)`` work without ipywidgets; ``.widget``
@@ -227,7 +228,6 @@ class BackpropStepper:
         self.max_nodes = max_nodes
         self.current_step = 0
         self._frames: dict[int, SVGFigure] = {}
-        self._widget = None
         self._box_widths = box_widths(self.trace)
 
     @property
@@ -277,32 +277,19 @@ class BackpropStepper:
 
     # ------------------------------------------------------------ the widget
 
-    @property
-    def widget(self):
-        if self._widget is None:
-            self._widget = self._build_widget()
-        return self._widget
-
-    def _build_widget(self):
-        import ipywidgets as widgets
-
+    def _rows(self, widgets) -> list:
         button = widgets.Layout(width="90px")
         self._back = widgets.Button(description="◀ Back", layout=button)
         self._next = widgets.Button(description="Next ▶", layout=button)
         self._reset = widgets.Button(description="Reset", layout=button)
         self._slider = widgets.IntSlider(value=self.current_step, min=0, max=self.last_step, description="step")
-        self._picture = widgets.HTML()
         self._text = widgets.HTML()
         self._back.on_click(lambda _: self.step(max(0, self.current_step - 1)))
         self._next.on_click(lambda _: self.step(min(self.last_step, self.current_step + 1)))
         self._reset.on_click(lambda _: self.step(0))
         self._slider.observe(self._on_slider, names="value")
-        controls = widgets.HBox([self._back, self._next, self._reset, self._slider])
-        box = widgets.VBox([controls, self._picture, self._text])
         self._shown = None
-        self._widget = box
-        self._refresh()
-        return box
+        return [[self._back, self._next, self._reset, self._slider], self._picture, self._text]
 
     def _on_slider(self, change) -> None:
         self.current_step = change["new"]
@@ -317,6 +304,3 @@ class BackpropStepper:
         self._text.value = f"<pre style='margin:4px 0;white-space:pre-wrap'>{html.escape(self.explanation(k))}</pre>"
         self._back.disabled = k == 0
         self._next.disabled = k == self.last_step
-
-    def _ipython_display_(self) -> None:
-        display_with_static_figure(lambda: self.widget, self.static_figure)

@@ -39,7 +39,8 @@ from minigrad.viz.graph_svg import (
     LINE_HEIGHT, MARGIN, PALETTE, TEXT, TEXT_SOFT, SVGFigure, _element, _escape, _text, _text_width,
     draw_legend, stack_figures,
 )
-from minigrad.viz.widget_display import display_with_static_figure, widget_picture
+from minigrad.viz.widget_display import widget_picture
+from minigrad.viz.widget_frame import WidgetFrame, widget_error
 
 __all__ = [
     "VIEW_OPS", "ViewInfo", "strided_view", "offset_map", "touched_cells", "position_formula",
@@ -603,7 +604,7 @@ def _parse_shape(text: str) -> tuple[int, ...]:
         raise ValueError(f"shape: write sizes separated by commas, like 2, 3, 4 (got {text!r})") from None
 
 
-class StrideExplorer:
+class StrideExplorer(WidgetFrame):
     """Pick a shape and a view op; see the view's strides and the storage cells it reads.
 
     ``StrideExplorer(shape=(2, 3, 4), op="transpose", **params)`` (``params`` as
@@ -618,7 +619,6 @@ class StrideExplorer:
         self.params = dict(params)
         self.element: int | None = None
         self.error: str | None = None
-        self._widget = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -646,87 +646,66 @@ class StrideExplorer:
         self.params = dict(params)
         self.element = None
         self.error = None
-        if self._widget is not None:
-            self._sync_controls()
-            self._refresh()
+        self._redraw()
 
     def select(self, element: int | None) -> None:
         """Highlight element ``element`` of the view (None: no highlight)."""
         if element is not None and not _is_element(element, self.info):
             raise ValueError(f"element must be an int from 0 to {self.info.numel - 1}, got {element!r}")
         self.element = element
-        if self._widget is not None:
-            self._sync_controls()
-            self._refresh()
+        self._redraw()
 
     # ---------------------------------------------------------- ipywidgets
 
-    @property
-    def widget(self):
-        if self._widget is None:
-            self._widget = self._build_widget()
-        return self._widget
-
-    def _build_widget(self):
-        import ipywidgets as widgets
-
+    def _rows(self, widgets) -> list:
         self._shape_box = widgets.Text(value=", ".join(map(str, self.shape)), description="shape",
                                        continuous_update=False, layout=widgets.Layout(width="200px"))
         self._op_menu = widgets.Dropdown(options=list(VIEW_OPS), value=self.op, description="op")
         self._slider = widgets.IntSlider(value=0, min=0, max=max(0, self.info.numel - 1), description="element")
         self._highlight = widgets.Checkbox(value=self.element is not None, description="highlight element",
                                            indent=False)
-        self._picture = widgets.HTML()
         self._text = widgets.HTML()
-        self._updating = False
         self._shape_box.observe(self._on_view_change, names="value")
         self._op_menu.observe(self._on_view_change, names="value")
         self._slider.observe(self._on_element_change, names="value")
         self._highlight.observe(self._on_element_change, names="value")
-        controls = widgets.HBox([self._shape_box, self._op_menu, self._highlight, self._slider])
-        box = widgets.VBox([controls, self._picture, self._text])
-        self._widget = box
-        self._sync_controls()
-        self._refresh()
-        return box
+        return [[self._shape_box, self._op_menu, self._highlight, self._slider], self._picture, self._text]
 
     def _sync_controls(self) -> None:
-        self._updating = True
-        try:
+        with self._moving_controls():
             self._shape_box.value = ", ".join(map(str, self.shape))
             self._op_menu.value = self.op
             self._slider.max = max(0, self.info.numel - 1)
             self._slider.value = self.element or 0
             self._highlight.value = self.element is not None
             self._slider.disabled = self.element is None
-        finally:
-            self._updating = False
 
     def _on_view_change(self, change) -> None:
-        if self._updating:
+        if self._syncing:
             return
         try:
             self.set_view(_parse_shape(self._shape_box.value), self._op_menu.value)
         except (ValueError, TypeError) as err:
             self.error = str(err)
-            self._refresh()
+            self._show_view()
 
     def _on_element_change(self, change) -> None:
-        if self._updating:
+        if self._syncing:
             return
         self.select(self._slider.value if self._highlight.value else None)
 
     def _refresh(self) -> None:
+        self._sync_controls()
+        self._show_view()
+
+    def _show_view(self) -> None:
         if self.error is not None:
-            self._text.value = f"<pre style='color:#b42318;white-space:pre-wrap'>{html.escape(self.error)}</pre>"
+            self._text.value = widget_error(self.error)
             return
         self._picture.value = widget_picture(self.figure().svg)
         self._text.value = (
             "<pre style='margin:4px 0;max-height:16em;overflow:auto'>" + html.escape(self.table()) + "</pre>"
         )
-
-    def _ipython_display_(self) -> None:
-        display_with_static_figure(lambda: self.widget, self.figure)
 
     def __repr__(self) -> str:
         return f"StrideExplorer(shape={self.shape}, op={self.op!r}, {self.params})"

@@ -421,7 +421,6 @@ class TensorBackpropStepper(BackpropStepper):
         self.max_nodes = max_nodes
         self.current_step = 0
         self._frames: dict[int, SVGFigure] = {}
-        self._widget = None
         self._box_widths = _box_widths(self.trace)
 
     def explanation(self, k: int | None = None) -> str:

@@ -23,11 +23,10 @@ Invariants
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 from minigrad.viz.graph_svg import PALETTE, TEXT, TEXT_SOFT, SVGFigure, _element, _text
-from minigrad.viz.widget_display import display_with_static_figure, widget_picture
+from minigrad.viz.widget_frame import WidgetFrame, widget_error
 
 __all__ = ["ThreadAssignment", "thread_assignment", "draw_thread_map", "ThreadMap", "MAX_ELEMENTS"]
 
@@ -163,7 +162,7 @@ def draw_thread_map(n: int, blocks: int, threads: int, grid_stride: bool = True)
     return SVGFigure(background + "".join(parts), width, height)
 
 
-class ThreadMap:
+class ThreadMap(WidgetFrame):
     """Sliders for n, blocks and threads per block and a grid-stride switch over ``draw_thread_map``.
 
     ``figure()`` and ``assignment()`` work without ipywidgets; a rendered
@@ -173,7 +172,6 @@ class ThreadMap:
     def __init__(self, n: int = 40, blocks: int = 2, threads: int = 8, grid_stride: bool = True):
         draw_thread_map(n, blocks, threads, grid_stride)  # validates
         self.n, self.blocks, self.threads, self.grid_stride = n, blocks, threads, grid_stride
-        self._widget = None
 
     def set(self, n: int | None = None, blocks: int | None = None, threads: int | None = None,
             grid_stride: bool | None = None) -> None:
@@ -182,8 +180,7 @@ class ThreadMap:
         wanted = tuple(c if v is None else v for v, c in zip((n, blocks, threads, grid_stride), current))
         draw_thread_map(*wanted)
         self.n, self.blocks, self.threads, self.grid_stride = wanted
-        if self._widget is not None:
-            self._refresh()
+        self._redraw()
 
     def assignment(self) -> ThreadAssignment:
         return thread_assignment(self.n, self.blocks, self.threads, self.grid_stride)
@@ -191,40 +188,22 @@ class ThreadMap:
     def figure(self) -> SVGFigure:
         return draw_thread_map(self.n, self.blocks, self.threads, self.grid_stride)
 
-    @property
-    def widget(self):
-        if self._widget is None:
-            self._widget = self._build_widget()
-        return self._widget
-
-    def _build_widget(self):
-        import ipywidgets as widgets
-
+    def _rows(self, widgets) -> list:
         self._n = widgets.IntSlider(value=self.n, min=1, max=96, description="n elements")
         self._blocks = widgets.IntSlider(value=self.blocks, min=1, max=4, description="blocks")
         self._threads = widgets.IntSlider(value=self.threads, min=1, max=16, description="threads/block")
         self._stride = widgets.Checkbox(value=self.grid_stride, description="grid-stride loop", indent=False)
-        self._picture, self._message = widgets.HTML(), widgets.HTML()
+        self._message = widgets.HTML()
         for control in (self._n, self._blocks, self._threads, self._stride):
             control.observe(self._on_change, names="value")
-        box = widgets.VBox([widgets.HBox([self._n, self._blocks]), widgets.HBox([self._threads, self._stride]),
-                            self._picture, self._message])
-        self._widget = box
-        self._refresh()
-        return box
+        return [[self._n, self._blocks], [self._threads, self._stride], self._picture, self._message]
 
     def _on_change(self, change) -> None:
         try:
             self.set(self._n.value, self._blocks.value, self._threads.value, self._stride.value)
             self._message.value = ""
         except ValueError as err:
-            self._message.value = f"<pre style='color:#b42318;white-space:pre-wrap'>{html.escape(str(err))}</pre>"
-
-    def _refresh(self) -> None:
-        self._picture.value = widget_picture(self.figure().svg)
-
-    def _ipython_display_(self) -> None:
-        display_with_static_figure(lambda: self.widget, self.figure)
+            self._message.value = widget_error(str(err))
 
     def __repr__(self) -> str:
         return f"ThreadMap(n={self.n}, blocks={self.blocks}, threads={self.threads}, grid_stride={self.grid_stride})"

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minigrad.viz.graph_svg import PALETTE, TEXT, TEXT_SOFT, SVGFigure, _element, _text
-from minigrad.viz.widget_display import display_with_static_figure, widget_picture
+from minigrad.viz.widget_frame import WidgetFrame
 
 __all__ = ["TileTraffic", "tile_traffic", "draw_tile_phase", "TilePhases"]
 
@@ -146,14 +146,13 @@ def draw_tile_phase(m: int, k: int, n: int, tile: int = 16, block: tuple[int, in
     return SVGFigure(background + "".join(parts), width, height)
 
 
-class TilePhases:
+class TilePhases(WidgetFrame):
     """Step through the phases of a tiled matmul, block by block (``stats``: a simulated launch's counters)."""
 
     def __init__(self, m: int = 48, k: int = 64, n: int = 32, tile: int = 16, stats: Any = None):
         self.traffic = tile_traffic(m, k, n, tile)
         self.stats = stats
         self.block, self.phase = (0, 0), 0
-        self._widget = None
         self.figure()  # validates the sizes
 
     def figure(self) -> SVGFigure:
@@ -167,27 +166,17 @@ class TilePhases:
         t = self.traffic
         draw_tile_phase(t.m, t.k, t.n, t.tile, block, phase)
         self.block, self.phase = block, phase
-        if self._widget is not None:
-            self._picture.value = widget_picture(self.figure().svg)
+        self._redraw()
 
-    @property
-    def widget(self):
-        if self._widget is None:
-            import ipywidgets as widgets
-
-            (gx, gy), phases = self.traffic.grid, self.traffic.phases
-            self._bx = widgets.IntSlider(value=self.block[0], min=0, max=gx - 1, description="block x")
-            self._by = widgets.IntSlider(value=self.block[1], min=0, max=gy - 1, description="block y")
-            self._phase = widgets.IntSlider(value=self.phase, min=0, max=phases - 1, description="phase")
-            self._picture = widgets.HTML(widget_picture(self.figure().svg))
-            for control in (self._bx, self._by, self._phase):
-                control.observe(lambda change: self.show((self._bx.value, self._by.value), self._phase.value),
-                                names="value")
-            self._widget = widgets.VBox([widgets.HBox([self._bx, self._by, self._phase]), self._picture])
-        return self._widget
-
-    def _ipython_display_(self) -> None:
-        display_with_static_figure(lambda: self.widget, self.figure)
+    def _rows(self, widgets) -> list:
+        (gx, gy), phases = self.traffic.grid, self.traffic.phases
+        self._bx = widgets.IntSlider(value=self.block[0], min=0, max=gx - 1, description="block x")
+        self._by = widgets.IntSlider(value=self.block[1], min=0, max=gy - 1, description="block y")
+        self._phase = widgets.IntSlider(value=self.phase, min=0, max=phases - 1, description="phase")
+        for control in (self._bx, self._by, self._phase):
+            control.observe(lambda change: self.show((self._bx.value, self._by.value), self._phase.value),
+                            names="value")
+        return [[self._bx, self._by, self._phase], self._picture]
 
     def __repr__(self) -> str:
         t = self.traffic

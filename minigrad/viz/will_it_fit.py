@@ -27,7 +27,7 @@ import html
 
 from minigrad.viz.graph_svg import TEXT, TEXT_SOFT, SVGFigure, _element, _escape, _text, _text_width
 from minigrad.viz.segment_map import CATEGORY_COLOURS, DARK_TEXT_ON
-from minigrad.viz.widget_display import display_with_static_figure, widget_picture
+from minigrad.viz.widget_frame import WidgetFrame
 
 __all__ = ["WillItFit", "build_model", "draw_will_it_fit", "MODELS", "WIDTHS"]
 
@@ -164,7 +164,7 @@ def draw_will_it_fit(peak_by_category: dict, gpu, title: str = "", max_batch: in
     return SVGFigure(background + "".join(body), width, height)
 
 
-class WillItFit:
+class WillItFit(WidgetFrame):
     """A model, its width, a GPU, a batch size, an optimizer and a dtype: does one training step fit?
 
     ``set(...)`` changes any of them; ``estimate()``, ``verdict()`` and
@@ -179,8 +179,6 @@ class WillItFit:
         self.max_batch_size = int(max_batch_size)
         self.measurements = 0
         self._cache: dict[tuple, object] = {}
-        self._widget = None
-        self._syncing = False
         self.set(model=model, gpu=gpu, batch_size=batch_size, width=width, optimizer=optimizer, dtype=dtype)
 
     # ------------------------------------------------------------------ the state
@@ -210,8 +208,7 @@ class WillItFit:
                             ("optimizer", optimizer), ("dtype", dtype)):
             if value is not None:
                 setattr(self, name, value)
-        if self._widget is not None:
-            self._refresh()
+        self._redraw()
 
     def estimate(self):
         """The step's ``Estimate`` at the current batch size (measured once per model, width, optimizer and dtype)."""
@@ -246,15 +243,7 @@ class WillItFit:
 
     # ------------------------------------------------------------------ the widget
 
-    @property
-    def widget(self):
-        if self._widget is None:
-            self._widget = self._build_widget()
-        return self._widget
-
-    def _build_widget(self):
-        import ipywidgets as widgets
-
+    def _rows(self, widgets) -> list:
         from minigrad.memory.estimate import OPTIMIZERS
         from minigrad.memory.profiles import PROFILES
 
@@ -268,35 +257,26 @@ class WillItFit:
             "optimizer": widgets.Dropdown(options=list(OPTIMIZERS), description="optimizer"),
             "dtype": widgets.ToggleButtons(options=list(DTYPES), description="dtype"),
         }
-        self._picture, self._readout = widgets.HTML(), widgets.HTML()
+        self._readout = widgets.HTML()
         for control in self._controls.values():
             control.observe(self._on_change, names="value")
         c = self._controls
-        self._widget = widgets.VBox([widgets.HBox([c["model"]]), widgets.HBox([c["width"]]),
-                                     widgets.HBox([c["gpu"], c["optimizer"]]), c["batch_size"], c["dtype"],
-                                     self._readout, self._picture])
-        self._refresh()
-        return self._widget
+        return [[c["model"]], [c["width"]], [c["gpu"], c["optimizer"]], c["batch_size"], c["dtype"], self._readout,
+                self._picture]
 
     def _on_change(self, change) -> None:
         if not self._syncing:
             self.set(**{name: control.value for name, control in self._controls.items()})
 
     def _refresh(self) -> None:
-        self._syncing = True  # moving the controls to the state must not set it again from half-moved controls
-        try:
+        with self._moving_controls():
             cards = self._controls["gpu"]
             if all(value != self.gpu for _, value in cards.options):  # a profile of one's own joins the list
                 cards.options = [*cards.options, (self.gpu.name, self.gpu)]
             for name, control in self._controls.items():
                 control.value = getattr(self, name)
-        finally:
-            self._syncing = False
         self._readout.value = f"<code>{html.escape(self.verdict())}</code>"
-        self._picture.value = widget_picture(self.figure().svg)
-
-    def _ipython_display_(self) -> None:
-        display_with_static_figure(lambda: self.widget, self.figure)
+        super()._refresh()
 
     def __repr__(self) -> str:
         card = self.gpu if isinstance(self.gpu, str) else self.gpu.short_name

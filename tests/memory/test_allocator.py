@@ -3,7 +3,7 @@
 import pytest
 
 from minigrad.memory import AllocatorOutOfMemoryError, CachingAllocator
-from minigrad.memory.sizes import MiB, round_size, segment_size, should_split
+from minigrad.memory.allocator.sizes import MiB, round_size, segment_size, should_split
 
 KiB = 1024
 

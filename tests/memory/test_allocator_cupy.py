@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from minigrad.memory import AllocatorOutOfMemoryError, CupyCachingAllocator
-from minigrad.memory.sizes import MiB
+from minigrad.memory.allocator.sizes import MiB
 
 pytestmark = pytest.mark.gpu
 

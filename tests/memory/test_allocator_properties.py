@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minigrad.memory import AllocatorOutOfMemoryError, CachingAllocator
-from minigrad.memory.sizes import LARGE, MIN_BLOCK, SMALL, MiB, pool_for, round_size
+from minigrad.memory.allocator.sizes import LARGE, MIN_BLOCK, SMALL, MiB, pool_for, round_size
 
 KiB = 1024
 # sizes on the pools' boundaries and a few repeated ones (so freed blocks get reused), then any size

@@ -7,7 +7,7 @@ import pytest
 from minigrad.memory import (
     compare_policies, compare_policies_on_training_step, record_trace, record_training_step, replay, replay_states,
 )
-from minigrad.memory.sizes import MiB, round_size
+from minigrad.memory.allocator.sizes import MiB, round_size
 
 
 def peak_of_rounded_sizes(trace) -> int:

@@ -55,7 +55,7 @@ def _describe(op) -> str:
 
 
 def _compare(learner, policy: str, ops, what: str) -> None:
-    from minigrad.memory import allocator as reference  # here, in the grader: the child's copy is the learner's
+    from minigrad.memory.allocator import caching_allocator as reference  # here, in the grader: the child's copy is the learner's
 
     got = learner.probe("run_allocator", policy, ops)
     expected = _run(reference, policy, ops)

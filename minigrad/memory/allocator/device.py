@@ -4,7 +4,7 @@ This stands in for ``cudaMalloc``/``cudaFree``: ranges come from the
 address space ``[base, base + capacity)``, the lowest range that fits
 first; a freed range merges with free neighbours. With ``capacity=None``
 the space is unbounded. On a GPU the same ranges are offsets into one
-real device buffer (see :mod:`minigrad.memory.cupy_allocator`).
+real device buffer (see :mod:`minigrad.memory.allocator.cupy_allocator`).
 """
 
 from __future__ import annotations

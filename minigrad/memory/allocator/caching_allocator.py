@@ -5,18 +5,18 @@ GPU, so a caching allocator asks rarely: it reserves *segments*, cuts them
 into blocks, and keeps freed blocks in a pool for the next request instead
 of giving them back. ``malloc(nbytes)``:
 
-1. rounds the request (:func:`~minigrad.memory.sizes.round_size`) and picks
-   its pool (small up to 1 MiB, else large);
+1. rounds the request (:func:`~minigrad.memory.allocator.sizes.round_size`)
+   and picks its pool (small up to 1 MiB, else large);
 2. asks the policy (best fit or first fit) for a free block of the pool;
 3. if none fits, reserves a new segment
-   (:func:`~minigrad.memory.sizes.segment_size`); if the device is full, it
-   releases every wholly free segment (``empty_cache()``) and tries once more
-   (``num_alloc_retries``); if that fails too it raises
+   (:func:`~minigrad.memory.allocator.sizes.segment_size`); if the device is
+   full, it releases every wholly free segment (``empty_cache()``) and tries
+   once more (``num_alloc_retries``); if that fails too it raises
    :class:`AllocatorOutOfMemoryError` (``num_ooms``): every allocation is as
    it was, only the cache has been emptied;
 4. splits the block when the remainder is worth keeping
-   (:func:`~minigrad.memory.sizes.should_split`): the remainder becomes a
-   free block of its own.
+   (:func:`~minigrad.memory.allocator.sizes.should_split`): the remainder
+   becomes a free block of its own.
 
 ``free(address)`` returns the block to its pool, merged with a free
 neighbour on either side, so two free blocks are never adjacent.
@@ -27,12 +27,12 @@ block that shares its segment with an allocated one stays reserved (it is
 
 from __future__ import annotations
 
-from minigrad.memory.blocks import Block, Segment
-from minigrad.memory.device import DeviceMemory
-from minigrad.memory.policies import POLICIES
-from minigrad.memory.pools import Pool
-from minigrad.memory.sizes import LARGE, SMALL, pool_for, round_size, segment_size, should_split
-from minigrad.memory.stats import MemoryStats
+from minigrad.memory.allocator.blocks import Block, Segment
+from minigrad.memory.allocator.device import DeviceMemory
+from minigrad.memory.allocator.policies import POLICIES
+from minigrad.memory.allocator.pools import Pool
+from minigrad.memory.allocator.sizes import LARGE, SMALL, pool_for, round_size, segment_size, should_split
+from minigrad.memory.allocator.stats import MemoryStats
 
 
 class AllocatorOutOfMemoryError(MemoryError):

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from minigrad.memory.allocator import CachingAllocator
-from minigrad.memory.device import DeviceMemory
+from minigrad.memory.allocator.caching_allocator import CachingAllocator
+from minigrad.memory.allocator.device import DeviceMemory
 
 
 def _import_cupy():

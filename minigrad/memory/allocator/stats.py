@@ -23,7 +23,7 @@ retried after emptying the cache), ``num_ooms``, ``num_device_alloc`` and
 
 from __future__ import annotations
 
-from minigrad.memory.sizes import LARGE, SMALL
+from minigrad.memory.allocator.sizes import LARGE, SMALL
 
 STAT_TYPES = ("all", SMALL, LARGE)
 ARRAY_STATS = (

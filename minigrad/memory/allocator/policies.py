@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from minigrad.memory.blocks import Block
-from minigrad.memory.pools import Pool
+from minigrad.memory.allocator.blocks import Block
+from minigrad.memory.allocator.pools import Pool
 
 
 def best_fit(pool: Pool, size: int) -> Block | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 
-from minigrad.memory.blocks import Block
+from minigrad.memory.allocator.blocks import Block
 
 
 class Pool:

@@ -3,7 +3,7 @@
 A *trace* is a list of events, each ``("alloc", id, nbytes)`` (optionally
 ``("alloc", id, nbytes, tag)``, the tag labelling the block) or
 ``("free", id)``; ``id`` names a buffer from its allocation to its free.
-(:mod:`minigrad.memory.trace_recording` records one from a real training
+(:mod:`minigrad.memory.allocator.trace_recording` records one from a real training
 step.) Replaying the same trace under each policy shows what the policy
 alone changes: how much memory must be reserved and how fragmented the
 free memory becomes. To look at the allocator itself along the way,
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from minigrad.memory.allocator import CachingAllocator
+from minigrad.memory.allocator.caching_allocator import CachingAllocator
 
 ALLOC, FREE = "alloc", "free"
 

@@ -2,7 +2,7 @@
 
 :func:`record_trace` registers an allocation observer
 (:func:`minigrad.tensor.hooks.add_allocation_observer`) while ``fn`` runs
-and turns its events into a trace for :func:`~minigrad.memory.trace_replay.replay`:
+and turns its events into a trace for :func:`~minigrad.memory.allocator.trace_replay.replay`:
 ``("alloc", buffer_id, nbytes, tag)`` when a buffer appears, ``("free",
 buffer_id)`` when its last user goes. Frees of buffers allocated before the
 recording started are left out; a buffer relabelled while alive (a new
@@ -25,7 +25,7 @@ import sys
 import numpy as np
 
 from minigrad import nn, optim
-from minigrad.memory.trace_replay import ALLOC, FREE, compare_policies, format_comparison
+from minigrad.memory.allocator.trace_replay import ALLOC, FREE, compare_policies, format_comparison
 from minigrad.tensor import from_numpy, hooks, manual_seed
 
 RETAG = "retag"

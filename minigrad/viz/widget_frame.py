@@ -1,0 +1,79 @@
+"""The frame the course's widgets are built in: controls above a picture, and a static figure where widgets cannot run.
+
+Each widget (the backprop stepper, the stride explorer, the segment map,
+...) is an object whose state can be set from code and drawn as an
+``SVGFigure`` with ``figure()``. ``WidgetFrame`` adds what they all share:
+
+- ``.widget`` builds the ipywidgets box on first use: ``self._picture``
+  (an HTML widget) is made first, ``_rows(widgets)`` makes the controls and
+  returns the box's rows from top to bottom (a list is one row of widgets
+  side by side), and ``_refresh()`` fills it in;
+- ``_refresh()`` draws ``figure()`` into the picture (a widget with text
+  beside its picture extends it); ``_redraw()`` calls it after a change of
+  state, once the widget exists;
+- ``_moving_controls()`` moves the controls to the state without their
+  observers setting the state again from half-moved controls;
+- displaying the object shows the widget with ``static_figure()`` (by
+  default ``figure()``) riding along, or only the figure without
+  ipywidgets (:func:`~minigrad.viz.widget_display.display_with_static_figure`).
+"""
+
+from __future__ import annotations
+
+import html
+from contextlib import contextmanager
+
+from minigrad.viz.widget_display import display_with_static_figure, widget_picture
+
+ERROR_STYLE = "color:#b42318;white-space:pre-wrap"
+
+
+def widget_error(message: str) -> str:
+    """The HTML of a message saying why the controls' values cannot be drawn."""
+    return f"<pre style='{ERROR_STYLE}'>{html.escape(message)}</pre>"
+
+
+class WidgetFrame:
+    """Base of the course's widgets: ``.widget``, its refresh, and showing it with a static figure."""
+
+    _widget = None  # the ipywidgets box, once built
+    _syncing = False  # True while _moving_controls() moves the controls to the state
+
+    def static_figure(self):
+        """What a front end without widgets shows: the current figure."""
+        return self.figure()
+
+    def _rows(self, widgets) -> list:
+        """Make the controls (observing them as needed) and return the rows of the box, ``self._picture`` among them."""
+        raise NotImplementedError
+
+    @property
+    def widget(self):
+        if self._widget is None:
+            import ipywidgets as widgets
+
+            self._picture = widgets.HTML()
+            rows = self._rows(widgets)
+            self._widget = widgets.VBox([widgets.HBox(row) if isinstance(row, list) else row for row in rows])
+            self._refresh()
+        return self._widget
+
+    def _refresh(self) -> None:
+        self._picture.value = widget_picture(self.figure().svg)
+
+    def _redraw(self) -> None:
+        """Bring the widget up to date with the state, if it has been built."""
+        if self._widget is not None:
+            self._refresh()
+
+    @contextmanager
+    def _moving_controls(self):
+        """Inside the block, observers that set the state from the controls see ``_syncing`` and do nothing."""
+        self._syncing = True
+        try:
+            yield
+        finally:
+            self._syncing = False
+
+    def _ipython_display_(self) -> None:
+        display_with_static_figure(lambda: self.widget, self.static_figure)
