@@ -249,8 +249,29 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _numbers_kept(argv: list[str]) -> list[str]:
+    """``--opt -1e-3`` as ``--opt=-1e-3``: argparse takes a negative number in exponent form for an option.
+
+    Then the option's own check refuses the value with its message, instead of
+    argparse's "expected one argument".
+    """
+    out = []
+    for i, token in enumerate(argv):
+        previous = argv[i - 1] if i else ""
+        if token.startswith("-") and previous.startswith("--") and "=" not in previous and out and out[-1] == previous:
+            try:
+                float(token)
+            except ValueError:
+                pass
+            else:
+                out[-1] = f"{previous}={token}"
+                continue
+        out.append(token)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parser().parse_args(_numbers_kept(sys.argv[1:] if argv is None else list(argv)))
     return args.run(args)
 
 

@@ -106,12 +106,21 @@ class LRScheduler:
     def step(self) -> None:
         """Advance the schedule by one step and write the new learning rates into the optimizer.
 
-        A schedule that produces a negative or non-finite learning rate raises
+        A schedule that produces a negative or non-finite learning rate (or one
+        too large for a float, e.g. ``gamma > 1`` for long enough) raises
         ``ValueError`` and changes nothing (neither the optimizer nor ``last_epoch``).
         """
         self.last_epoch += 1
         try:
-            self._apply(self.get_lr())
+            try:
+                lrs = self.get_lr()
+            except OverflowError:
+                raise ValueError(
+                    f"{type(self).__name__}.step: the learning rate at step {self.last_epoch} is too large to "
+                    f"represent (it overflowed a float); a learning rate must be a finite number >= 0. Check the "
+                    f"schedule (a gamma above 1 grows the rate every step); nothing was changed"
+                ) from None
+            self._apply(lrs)
         except BaseException:
             self.last_epoch -= 1
             raise

@@ -174,7 +174,10 @@ def device(spec) -> Device:
     backend = get_backend(name)
     if index:
         if not index.isdigit():
-            raise DeviceError(f"bad device {spec!r}: the index after ':' must be a number")
+            raise DeviceError(
+                f"bad device {spec!r}: the index after ':' must be a whole number >= 0, as in "
+                f"'{name}:0' (or '{name}' for the default one)"
+            )
         idx: int | None = int(index)
     else:
         idx = backend.default_index

@@ -227,6 +227,13 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
     """``[start, start + step, ...)`` up to ``end`` (exclusive); int64 if all are ints, else float32."""
     if end is None:
         start, end = 0, start
+    for name, value in (("start", start), ("end", end), ("step", step)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"arange: {name} must be a number, got {type(value).__name__} {value!r}")
+        if not np.isfinite(value):
+            raise ValueError(f"arange: {name} must be finite, got {value}")
+    if step == 0:
+        raise ValueError(f"arange: step must not be 0 (start={start}, end={end}); a step of 0 never reaches the end")
     if dtype is None:
         ints = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (start, end, step))
         dtype = int64 if ints else default_float
@@ -242,4 +249,5 @@ def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: boo
 
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """The identity matrix (n x m)."""
+    n, m = _size((n, n if m is None else m), "eye")
     return _finish(_xp(device).eye(n, m, dtype=as_dtype(dtype) or default_float), device, requires_grad)

@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 import minigrad.tensor as mt
-from minigrad import optim
+from minigrad import nn, optim
 from minigrad.optim import lr_scheduler, lr_scheduler_extras
 
 # minigrad's schedules in one namespace, as torch.optim.lr_scheduler holds them all
@@ -261,3 +261,22 @@ def test_the_compatibility_schedules_are_exported_by_optim_from_their_own_module
         assert getattr(optim, name) is getattr(lr_scheduler_extras, name)
         assert name in optim.__all__
         assert not hasattr(lr_scheduler, name)  # the chapter's module knows nothing of them
+
+
+@pytest.mark.parametrize("make, steps", [
+    (lambda opt: optim.ExponentialLR(opt, gamma=2.0), 1100),
+    (lambda opt: optim.lr_scheduler.StepLR(opt, step_size=1, gamma=10.0), 400),
+])
+def test_a_schedule_that_overflows_a_float_is_refused_with_the_lr_message(make, steps):
+    model = nn.Linear(2, 2)
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    scheduler = make(opt)
+    with pytest.raises(ValueError, match="too large to represent.*nothing was changed"):
+        for _ in range(steps):
+            opt.step()
+            scheduler.step()
+    last = scheduler.last_epoch
+    assert opt.param_groups[0]["lr"] == scheduler.get_last_lr()[0] < float("inf")
+    with pytest.raises(ValueError):
+        scheduler.step()
+    assert scheduler.last_epoch == last

@@ -297,3 +297,16 @@ def test_pickle_and_deepcopy_keep_data_requires_grad_and_grad():
         np.testing.assert_array_equal(clone.detach().cpu().numpy(), w.detach().cpu().numpy())
         np.testing.assert_array_equal(clone.grad.cpu().numpy(), w.grad.cpu().numpy())
     assert 2.0 in mt.tensor([1.0, 2.0]) and 5 not in mt.arange(3)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: mt.arange(0, 1, 0), ValueError, "arange: step must not be 0"),
+    (lambda: mt.arange(0, float("inf")), ValueError, "arange: end must be finite"),
+    (lambda: mt.arange("3"), TypeError, "arange: end must be a number, got str"),
+    (lambda: mt.eye(2.5), TypeError, "eye: sizes must be ints, got float 2.5"),
+    (lambda: mt.eye(2, -1), ValueError, "eye: sizes must be >= 0"),
+    (lambda: mt.device("cpu:-1"), mt.DeviceError, "must be a whole number >= 0"),
+])
+def test_factories_and_devices_refuse_bad_arguments_with_their_own_message(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -122,6 +122,17 @@ def test_train_command_refuses_bad_values_instead_of_using_the_defaults(capsys, 
     assert info.value.code == 2 and message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("value", ["-1e-3", "-0.001", "-1E-3"])
+def test_a_negative_lr_given_as_a_separate_word_gets_the_lr_message(capsys, monkeypatch, value):
+    """``--lr -1e-3`` (not ``--lr=-1e-3``): argparse alone would answer "expected one argument"."""
+    from minigrad import cli
+
+    monkeypatch.setattr(recipes, "fit", lambda *a, **k: pytest.fail("trained despite a bad value"))
+    with pytest.raises(SystemExit) as info:
+        cli.main(["train", "mnist-mlp", "--subset", "--no-progress", "--lr", value])
+    assert info.value.code == 2 and "argument --lr: must be a finite number > 0" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"epochs": 0}, "train_mnist: epochs=0 must be a whole number >= 1 (the recipe uses 5)"),
     ({"epochs": -1}, "train_mnist: epochs=-1 must be a whole number >= 1"),
