@@ -77,9 +77,10 @@ shows, its non-trivial rule in ``grad_rules.py``; read one or two (``Mul``,
 Device and dtype extension points, for the later stages (GPU, memory, mixed
 precision, checkpointing), which plug in here instead of patching the core:
 
-- ``backend.py`` (197 lines): the device registry (NumPy on the CPU, CuPy for ``"cuda"`` later).
+- ``backend.py`` (232 lines): the device registry (NumPy on the CPU, CuPy for ``"cuda"`` later).
 - ``dispatch.py`` (128 lines): a device type's own kernel for an op.
-- ``hooks.py`` (511 lines): allocation observers and guards, phase observers and scopes, the dtype policy (autocast).
+- ``events.py`` (100 lines): what the core tells listeners: a tensor was made, an op ran, a node's backward ran, a gradient was stored.
+- ``dtype_policy.py`` (44 lines): the dtype policy slot (autocast).
 - ``bfloat16_compute.py`` (102 lines): ops on bfloat16 data computed in float32, rounded once.
 - ``fast_float16.py`` (43 lines): speed path — float16 matrix products on the
   CPU computed in float32 (NumPy's own are ~200x slower), equal to the clear
@@ -109,7 +110,7 @@ so ``from minigrad.tensor import *`` does not hide Python's builtins.
 """
 
 from minigrad.tensor.tensor import ReduceResult, Tensor, VersionCounter, shares_memory  # noqa: I001 (first)
-from minigrad.tensor import grad_rules, hooks, strides
+from minigrad.tensor import events, grad_rules, strides
 from minigrad.tensor.autograd import backward, topological_order
 from minigrad.tensor.backend import (
     Backend,
@@ -172,16 +173,7 @@ from minigrad.tensor.function import (
 from minigrad.tensor.grad_rules import unbroadcast
 from minigrad.tensor.gradcheck import GradcheckError, GradcheckResult, gradcheck
 from minigrad.tensor.anomaly import AnomalyError, detect_anomaly
-from minigrad.tensor.hooks import (
-    AllocationEvent,
-    add_allocation_observer,
-    allocation_tag,
-    dtype_policy,
-    get_dtype_policy,
-    remove_allocation_observer,
-    set_buffer_tag,
-    set_dtype_policy,
-)
+from minigrad.tensor.dtype_policy import dtype_policy, get_dtype_policy, set_dtype_policy
 from minigrad.tensor.saved_tensors import saved_tensors_hooks
 from minigrad.tensor import graph
 from minigrad.tensor.ops_convert import cast, clone
@@ -244,8 +236,7 @@ __all__ = [
     "get_backend", "registered_backends", "array_module", "ShapeError", "DTypeError",
     "set_default_device", "get_default_device", "register_op_impl", "unregister_op_impl", "registered_op_impls",
     # extension points
-    "hooks", "strides", "grad_rules", "AllocationEvent", "add_allocation_observer", "remove_allocation_observer",
-    "allocation_tag", "set_buffer_tag", "set_dtype_policy", "get_dtype_policy", "dtype_policy",
+    "events", "strides", "grad_rules", "set_dtype_policy", "get_dtype_policy", "dtype_policy",
     "weight_cast_cache", "cached_cast", "saved_tensors_hooks", "graph",
     # factories and random numbers
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",

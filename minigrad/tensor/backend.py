@@ -33,7 +33,7 @@ import numpy as np
 __all__ = [
     "Backend", "Device", "DeviceError", "register_backend", "unregister_backend",
     "get_backend", "registered_backends", "device", "array_module", "transfer", "cpu",
-    "set_default_device", "get_default_device", "register_backend_loader",
+    "set_default_device", "get_default_device", "register_backend_loader", "root_array",
 ]
 
 
@@ -215,3 +215,18 @@ def set_default_device(spec) -> None:
 
 def get_default_device() -> Device:
     return _default_device
+
+
+def root_array(array):
+    """The array that owns the memory ``array`` looks at (``array`` itself if it owns it).
+
+    Follows ``.base`` through objects of other types too: NumPy's ``as_strided``
+    views hang off a helper object whose ``.base`` is the array they read.
+    """
+    kind = type(array)
+    base = array.base
+    while base is not None:
+        if type(base) is kind:
+            array = base
+        base = getattr(base, "base", None)
+    return array

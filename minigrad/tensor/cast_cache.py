@@ -1,6 +1,6 @@
 """The weight-cast cache: inside one mixed-precision region, each weight is cast once.
 
-Under autocast (``minigrad.amp``, built on the dtype policy of :mod:`.hooks`)
+Under autocast (``minigrad.amp``, built on the dtype policy of :mod:`.dtype_policy`)
 every op casts its float32 operands to float16 or bfloat16 before computing.
 A weight used by several ops (a tied embedding, an RNN cell applied at every
 time step, the same layer called twice) would be cast once per use: the same

@@ -33,6 +33,7 @@ Reading ``ctx.saved_tensors`` raises if an in-place op changed a saved tensor
 from __future__ import annotations
 
 import contextlib
+import importlib
 import re
 import weakref
 
@@ -40,7 +41,7 @@ import numpy as np
 
 from minigrad.tensor import anomaly as _anomaly
 from minigrad.tensor import bfloat16_compute as _bf16
-from minigrad.tensor import hooks
+from minigrad.tensor import events
 from minigrad.tensor import op_errors as _op_errors
 from minigrad.tensor import saved_tensors as _saved_tensors
 from minigrad.tensor.backend import DeviceError
@@ -51,6 +52,8 @@ from minigrad.tensor.dtype_policy_casts import policy_casts
 from minigrad.tensor.errors import DTypeError, ShapeError
 from minigrad.tensor.tensor import Tensor, VersionCounter, init_tensor
 from minigrad.tensor.version_checks import freed_error, modified_error, version_checks
+
+_dtype_policy = importlib.import_module("minigrad.tensor.dtype_policy")  # the slot's module (the package exports the function of that name)
 
 __all__ = ["Function", "AccumulateGrad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
 
@@ -221,7 +224,7 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs) -> Tensor:
         """Run the op on tensors (and plain values) and, when recording, attach the node to the output."""
-        if hooks.policy is not None and not cls.skip_dtype_policy:
+        if _dtype_policy.policy is not None and not cls.skip_dtype_policy:
             args = policy_casts(cls, args)
         ctx = _new(cls)
         arrays = []
@@ -283,13 +286,14 @@ class Function:
                 ctx._checks = version_checks(ctx._saved, args, result)
                 if _saved_tensors.stack:
                     _saved_tensors.pack_saved(ctx, device)
-            if hooks.observers:
+            if events.op_ran:
                 ctx._device = device
-                hooks.track_node(ctx, out, device)
+                for listener in events.op_ran:
+                    listener(cls, ctx, out, device)
         else:
             result = init_tensor(_new(Tensor), out, device, False, None, version, base)
-            if hooks.observers:
-                hooks.track(out, hooks.TEMPORARY, device, cls.op)
+            for listener in events.op_ran:
+                listener(cls, None, out, device)
         return result
 
     def explain_error(ctx, exc: Exception, args, kwargs) -> Exception:

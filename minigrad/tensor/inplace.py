@@ -24,9 +24,9 @@ The ops themselves (``add_``... ``x[key] = v``, ``fill_``, ``copy_``) are in ``i
 from __future__ import annotations
 
 from minigrad.tensor import saved_tensors as _saved_tensors
+from minigrad.tensor.backend import root_array as _root
 from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import _GradMode
-from minigrad.tensor.hooks import _root
 from minigrad.tensor.inplace_writes import operand_data, write_error
 from minigrad.tensor.ops_convert import cast
 from minigrad.tensor.ops_elementwise import _as_operand

@@ -16,8 +16,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from minigrad.tensor import hooks
-from minigrad.tensor.backend import Device, DeviceError, cpu, device as as_device, transfer
+from minigrad.tensor import events
+from minigrad.tensor.backend import Device, DeviceError, cpu, device as as_device, root_array, transfer
 from minigrad.tensor.dtypes import as_dtype, bfloat16, int64, is_floating_point
 from minigrad.tensor.errors import ShapeError
 
@@ -91,7 +91,7 @@ class TensorMethods:
 
     def storage_offset(self) -> int:
         """Where element ``(0, 0, ...)`` sits in the underlying buffer, in elements."""
-        root = hooks._root(self._data)
+        root = root_array(self._data)
         return (self.data_ptr() - _address(root)) // self._data.itemsize
 
     def data_ptr(self) -> int:
@@ -198,8 +198,8 @@ class TensorMethods:
         _core.init_tensor(self, data if dev is cpu else transfer(data, cpu, dev), dev, state["requires_grad"],
                           None, _core.VersionCounter(), None)
         self._grad = state["grad"]
-        if hooks.observers:
-            hooks.track(self._data, hooks.TENSOR, dev)
+        for listener in events.tensor_made:
+            listener(self._data, dev)
 
     # ------------------------------------------------------------------ conversion
 
@@ -546,4 +546,4 @@ def shares_memory(a, b) -> bool:
     xp = a.device.backend.xp
     if hasattr(xp, "shares_memory"):
         return bool(xp.shares_memory(a._data, b._data))
-    return hooks._root(a._data) is hooks._root(b._data)
+    return root_array(a._data) is root_array(b._data)

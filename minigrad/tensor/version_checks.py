@@ -9,7 +9,7 @@ counter of the tensor whose buffer it uses, and the version it had, so that
 
 from __future__ import annotations
 
-from minigrad.tensor import hooks
+from minigrad.tensor.backend import root_array
 from minigrad.tensor.tensor import Tensor
 
 __all__ = ["version_checks", "modified_error", "freed_error"]
@@ -36,9 +36,9 @@ def version_checks(saved, args, result) -> tuple:
             if getattr(array, "base", None) is None and not hasattr(array, "shape"):
                 continue  # a number or None, not a buffer
             if tensors is None:  # (root of the buffer, tensor) for the output and every tensor input
-                tensors = [(hooks._root(result._data), result)]
-                tensors += [(hooks._root(a._data), a) for a in args if isinstance(a, Tensor)]
-            root = hooks._root(array)
+                tensors = [(root_array(result._data), result)]
+                tensors += [(root_array(a._data), a) for a in args if isinstance(a, Tensor)]
+            root = root_array(array)
             for buffer, t in tensors:
                 if buffer is root:
                     checks.append((i, t._version_counter, t._version_counter.value, array.shape))
