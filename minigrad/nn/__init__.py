@@ -44,7 +44,7 @@ Layers with PyTorch's names and signatures over functions you have read:
 
 PyTorch's module hooks, as features (forward pre/post, full backward, global ones, registration):
 
-- ``module_hooks.py`` (259 lines): the hooks, their order, handles, and the identity nodes of backward hooks.
+- ``module_hooks.py`` (264 lines): the hooks, their order, handles, and the identity nodes of backward hooks.
 - ``modules/module.py`` (12 lines) and ``modules/__init__.py`` (5 lines): PyTorch's import path
   ``nn.modules.module.register_module_forward_hook`` and its siblings.
 

@@ -45,11 +45,15 @@ _always: set[int] = set()  # ids of the global forward hooks that run also when 
 parameter_registration: dict[int, Callable] = {}
 buffer_registration: dict[int, Callable] = {}
 active = False  # any global forward hook registered (read by Module.__call__)
+_pre_now: tuple = ()  # the global hooks as a call iterates them, remade when they change
+_post_now: tuple = ()  # ... (id, hook, always_call)
 
 
 def _changed() -> None:
-    global active
+    global active, _pre_now, _post_now
     active = bool(_forward_pre or _forward)
+    _pre_now = tuple(_forward_pre.values())
+    _post_now = tuple((i, h, i in _always) for i, h in _forward.items())
 
 
 def _check(hook, what: str) -> None:
@@ -120,10 +124,11 @@ class ModuleHooks:
 def call_with_hooks(module, args: tuple, kwargs: dict):
     """``module(*args, **kwargs)`` with the global hooks and the module's own, in PyTorch's order."""
     own = module._hooks or None
-    pre = (*_forward_pre.values(), *own.forward_pre.values()) if own is not None else tuple(_forward_pre.values())
-    post = [(i, h, i in _always) for i, h in _forward.items()]
-    if own is not None:
-        post += [(i, h, i in own.always) for i, h in own.forward.items()]
+    if own is None:
+        pre, post = _pre_now, _post_now
+    else:
+        pre = (*_pre_now, *own.forward_pre.values())
+        post = (*_post_now, *((i, h, i in own.always) for i, h in own.forward.items()))
     called: set[int] = set()
     output = None
     try:
