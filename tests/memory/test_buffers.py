@@ -170,3 +170,27 @@ def test_a_retained_gradient_in_flight_becomes_a_gradient(events):
     (h * 3.0).sum().backward()  # h's gradient is reported in flight (temporary), then kept as h.grad
     assert mm.live_buffers()[mm.buffer_id(h.grad)][1] == "gradient"
     assert mm.live_buffers()[mm.buffer_id(x.grad)][1] == "gradient"
+
+
+def test_the_memory_stage_listens_only_while_something_observes():
+    from minigrad import nn, optim
+    from minigrad.nn import module_hooks
+    from minigrad.optim import step_hooks, update_kernels
+    from minigrad.tensor import events
+
+    def quiet():
+        return (all(getattr(events, name) == () for name in events.EVENTS) and not module_hooks.active
+                and not module_hooks.parameter_registration and not step_hooks.pre and not step_hooks.post
+                and not update_kernels._update_hooks and not step_hooks._state_init)
+
+    assert quiet()
+    model = nn.Linear(3, 2)
+    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    with mm.track(model, opt) as mem:
+        assert not quiet() and module_hooks.active and events.op_ran
+        model(mt.randn(4, 3)).sum().backward()
+        opt.step()
+    assert quiet() and mem.step == 1
+    with mm.add_allocation_observer(lambda event: None):  # buffers only: no module hooks, no phases
+        assert events.tensor_made and not module_hooks.active and not events.backward_began
+    assert quiet()
