@@ -32,10 +32,10 @@ from __future__ import annotations
 from collections import OrderedDict, namedtuple
 from typing import Iterator
 
-from minigrad.nn.parameter import BUFFER_TAG, PARAMETER_TAG, Parameter
-from minigrad.tensor import Tensor, as_tensor, device as as_device, no_grad, set_buffer_tag
+from minigrad.nn import module_hooks as _hooks
+from minigrad.nn.parameter import Parameter
+from minigrad.tensor import Tensor, as_tensor, device as as_device, no_grad
 from minigrad.tensor.dtypes import as_dtype, is_floating_point
-from minigrad.tensor.hooks import enter_phase, exit_phase, phase_observers, scopes
 from minigrad.tensor.tensor import parse_to_args
 
 __all__ = ["Module", "Sequential", "IncompatibleKeys"]
@@ -55,6 +55,7 @@ class Module:
     """Base class for layers and models; see the module docstring. Subclasses call ``super().__init__()`` first."""
 
     training: bool
+    _hooks = None  # this module's own hooks (module_hooks.ModuleHooks), once one is registered
 
     def __init__(self) -> None:
         object.__setattr__(self, "training", True)
@@ -69,18 +70,45 @@ class Module:
         )
 
     def __call__(self, *args, **kwargs):
-        if phase_observers:  # minigrad.memory: which module allocates (scopes), and the model's forward phase
-            outermost = not scopes
-            if outermost:
-                enter_phase("forward", self, args)
-            scopes.append(self)
-            try:
-                return self.forward(*args, **kwargs)
-            finally:
-                scopes.pop()
-                if outermost:
-                    exit_phase("forward", self)
+        if _hooks.active or self._hooks is not None:
+            return _hooks.call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # ------------------------------------------------------------------ hooks (see module_hooks.py)
+
+    def _own_hooks(self) -> _hooks.ModuleHooks:
+        if self._hooks is None:
+            object.__setattr__(self, "_hooks", _hooks.ModuleHooks())
+        return self._hooks
+
+    def _register_hook(self, kind: str, hook, what: str, always_call: bool = False) -> _hooks.RemovableHandle:
+        if not callable(hook):
+            raise TypeError(f"{type(self).__name__}.{what}: expected a callable, got {hook!r}")
+        own = self._own_hooks()
+        registry = getattr(own, kind)
+
+        def changed() -> None:
+            own.always.discard(handle.id)
+            if not own and self._hooks is own:
+                object.__setattr__(self, "_hooks", None)  # back to the plain call
+
+        handle = _hooks.RemovableHandle(registry, changed)
+        registry[handle.id] = hook
+        if always_call:
+            own.always.add(handle.id)
+        return handle
+
+    def register_forward_pre_hook(self, hook) -> _hooks.RemovableHandle:
+        """Run ``hook(module, args)`` before each ``forward``; a return value other than None replaces ``args``."""
+        return self._register_hook("forward_pre", hook, "register_forward_pre_hook")
+
+    def register_forward_hook(self, hook, *, always_call: bool = False) -> _hooks.RemovableHandle:
+        """Run ``hook(module, args, output)`` after each ``forward``; a return value other than None replaces ``output``."""
+        return self._register_hook("forward", hook, "register_forward_hook", always_call)
+
+    def register_full_backward_hook(self, hook) -> _hooks.RemovableHandle:
+        """Run ``hook(module, grad_input, grad_output)`` in backward; a return value other than None replaces ``grad_input``."""
+        return self._register_hook("backward", hook, "register_full_backward_hook")
 
     # ------------------------------------------------------------------ registration
 
@@ -109,7 +137,10 @@ class Module:
         a new buffer tensor, or a clear error); everything else is an
         ordinary attribute, stored with ``object.__setattr__`` as ``__init__``
         does (not ``super()``, which ``use_exercise`` cannot swap in).
+        Parameters pass the parameter registration hooks first.
         """
+        if _hooks.parameter_registration and isinstance(value, Parameter):
+            value = _hooks.registered(_hooks.parameter_registration, self, name, value)
         # TODO Exercise 5.1
         raise NotImplementedError('Exercise 5.1: sort by kind (chapter 05, section 1): a Parameter or a Module goes into its own store under this name, after removing whatever the name held before (the two helpers above do that); other values for a registered name, or ordinary attributes, are handled as the docstring says')
 
@@ -135,6 +166,8 @@ class Module:
         else:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign {type(value).__name__} as buffer {name!r} (Tensor or None expected)")
+            if _hooks.buffer_registration:
+                value = _hooks.registered(_hooks.buffer_registration, self, name, value)
             self._buffers[name] = value
 
     def __getattr__(self, name: str):
@@ -161,6 +194,8 @@ class Module:
         self._check_name(name)
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"register_parameter: {name!r} must be a Parameter or None, got {type(param).__name__}")
+        if _hooks.parameter_registration:
+            param = _hooks.registered(_hooks.parameter_registration, self, name, param)
         self._forget(name)
         self._parameters[name] = param
 
@@ -172,12 +207,12 @@ class Module:
         self._check_name(name)
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"register_buffer: {name!r} must be a Tensor or None, got {type(tensor).__name__}")
+        if _hooks.buffer_registration:
+            tensor = _hooks.registered(_hooks.buffer_registration, self, name, tensor)
         self._forget(name)
         self._buffers[name] = tensor
         if not persistent:
             self._non_persistent.add(name)
-        if tensor is not None:
-            set_buffer_tag(tensor, BUFFER_TAG)
 
     def add_module(self, name: str, module: Module | None) -> None:
         """Add a child module under ``name`` (what ``self.name = module`` does)."""
@@ -373,7 +408,6 @@ class Module:
                     new = fn(p.detach())
                     if new._data is not p._data:
                         p.data = new
-                        set_buffer_tag(p, PARAMETER_TAG)
                         if p.grad is not None:
                             p.grad = fn(p.grad)
                 for name, b in m._buffers.items():
@@ -381,7 +415,6 @@ class Module:
                         new = fn(b)
                         if new is not b:
                             m._buffers[name] = new
-                            set_buffer_tag(new, BUFFER_TAG)
         return self
 
     def to(self, *args, **kwargs) -> Module:

@@ -83,11 +83,18 @@ class AvgPool2dFunction(Function):
         for k in range(1, kh * kw):
             out += window_tap(padded, k // kw, k % kw, stride, out_size)
         out /= divisor
-        ctx.geometry = (x.shape, padded.shape, is_channels_last(x), kernel_size, stride, padding, out_size, divisor)
+        ctx.geometry = (x.shape, padded.shape, is_channels_last(x), kernel_size, stride, padding, out_size)
+        if hasattr(divisor, "shape"):  # a count per window (count_include_pad=False): an array, kept as one
+            ctx.save_for_backward(divisor)
+        else:
+            ctx.divisor = divisor
         return out
 
     def backward(ctx, grad):
-        x_shape, padded_shape, channels_last, (kh, kw), stride, (ph, pw), out_size, divisor = ctx.geometry
+        x_shape, padded_shape, channels_last, (kh, kw), stride, (ph, pw), out_size = ctx.geometry
+        divisor = getattr(ctx, "divisor", None)
+        if divisor is None:
+            (divisor,) = ctx.saved_tensors
         dx = zeros_in_layout(padded_shape, grad, channels_last)
         share = grad / divisor  # every element of a window gets an equal share
         for k in range(kh * kw):

@@ -34,7 +34,7 @@ Invariants
 
 from __future__ import annotations
 
-from minigrad.tensor import backward_steps, hooks
+from minigrad.tensor import backward_steps, events
 from minigrad.tensor.backward_steps import add_grad, input_gradients, store_grad
 from minigrad.tensor.accumulate_grad import AccumulateGrad
 from minigrad.tensor.tensor import Tensor
@@ -81,12 +81,14 @@ def backward(tensor: Tensor, gradient=None, retain_graph: bool = False) -> None:
             f"is nothing to differentiate. Create the inputs with requires_grad=True (and do not compute "
             f"the loss inside no_grad())"
         )
-    if hooks.phase_observers:  # minigrad.memory marks the backward phase
-        hooks.enter_phase("backward", tensor)
+    if events.backward_began or events.backward_ended:
+        for listener in events.backward_began:
+            listener(tensor)
         try:
             _backward(tensor, gradient, retain_graph)
         finally:
-            hooks.exit_phase("backward", tensor)
+            for listener in events.backward_ended:
+                listener(tensor)
     else:
         _backward(tensor, gradient, retain_graph)
 

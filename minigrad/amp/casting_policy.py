@@ -1,6 +1,6 @@
 """A dtype policy that casts: the core's slot filled from a rule ``rule(op_name, dtypes) -> dtype or None``.
 
-The core's slot (:mod:`minigrad.tensor.dtype_policy`) hands a policy each op's
+The core's slot (:mod:`minigrad.tensor.dtype_policy_slot`) hands a policy each op's
 class and arguments. :func:`casting_policy` turns a simple rule into such a
 policy: it asks ``rule(cls.op, dtypes_of_the_tensor_arguments)`` and, when the
 rule names a dtype, casts every floating point tensor argument of another

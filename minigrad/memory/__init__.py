@@ -24,12 +24,18 @@ recorded training step.
 
 Reading order
 -------------
-Tracking, then the allocator from the rules up (1,265 lines in all):
+Tracking, then the allocator from the rules up (1,697 lines in all):
 
-1. ``categories.py`` (40 lines): the seven memory categories and which allocation tag falls into which.
+1. ``categories.py`` (40 lines): the seven memory categories and which buffer tag falls into which.
 2. ``storage.py`` (39 lines): the bytes a set of tensors holds, each buffer once (exercise 8.1).
 3. ``step_arithmetic.py`` (50 lines): a Linear + ReLU MLP's step memory by category, from shapes (exercise 8.2).
-4. ``tracker.py`` (450 lines): ``track()``: bytes by category, the peak split, phases, bytes saved per module.
+4. Tracking, from the bottom up:
+
+   - ``buffers.py`` (192 lines): the heart of it: a buffer is seen once (keyed by the array that owns
+     the memory, so views add nothing) and known freed (a weak reference reports it when the last user goes).
+   - ``listeners.py`` (240 lines): which event of the core, ``nn`` and ``optim`` gives a buffer which tag,
+     listened to only while something observes.
+   - ``tracker.py`` (450 lines): ``track()``: bytes by category, the peak split, phases, bytes saved per module.
 5. ``timeline.py`` (100 lines): the timeline's rows and their running totals per category.
 6. ``allocator/sizes.py`` (64 lines): rounding, the two pools, segment sizes, when to split.
 7. ``allocator/blocks.py`` (69 lines): segments and the blocks that tile them.
@@ -41,6 +47,11 @@ Tracking, then the allocator from the rules up (1,265 lines in all):
 
 Extensions (not on the reading path)
 ------------------------------------
+What the tracking files build on:
+
+- ``phases.py`` (97 lines): the phases of a step and the module running, from module and optimizer hooks.
+- ``scratch.py`` (157 lines): an optimizer update's scratch memory, counted per update rule and held as one block.
+
 Estimating a step's memory, and the cards it must fit:
 
 - ``estimate.py`` (356 lines): ``estimate()`` and the ``Estimate`` it returns; why measuring three batches is exact.
@@ -72,10 +83,17 @@ from minigrad.memory.allocator import (
     AllocatorOutOfMemoryError, CachingAllocator, CupyCachingAllocator, ReplayResult, compare_policies,
     compare_policies_on_training_step, record_trace, record_training_step, replay, replay_states,
 )
+from minigrad.memory.buffers import AllocationEvent, allocation_tag, buffer_id, live_buffers, live_bytes, set_buffer_tag
 from minigrad.memory.categories import CATEGORIES
 from minigrad.memory.estimate import OPTIMIZERS, Estimate, EstimateError, estimate, format_bytes
+from minigrad.memory.listeners import (
+    add_allocation_guard, add_allocation_observer, add_phase_observer, remove_allocation_guard,
+    remove_allocation_observer, remove_phase_observer, report_temporary,
+)
 from minigrad.memory.oom_report import OOMReport, OutOfMemoryError
+from minigrad.memory.phases import PhaseEvent
 from minigrad.memory.profiles import PROFILES, GPUProfile, get_profile, profiles_table
+from minigrad.memory.scratch import scratch_begin, scratch_end
 from minigrad.memory.simulated_gpu import SimulatedGPU, simulated_gpu
 from minigrad.memory.timeline import TimelineEvent
 from minigrad.memory.tracker import Tracker, track
@@ -88,4 +106,7 @@ __all__ = [
     "TimelineEvent", "Tracker", "compare_policies", "compare_policies_on_training_step", "estimate", "format_bytes",
     "get_profile", "profiles_table", "record_trace", "record_training_step", "replay", "replay_states",
     "simulated_gpu", "track",
+    "AllocationEvent", "PhaseEvent", "add_allocation_observer", "remove_allocation_observer", "add_allocation_guard",
+    "remove_allocation_guard", "add_phase_observer", "remove_phase_observer", "allocation_tag", "set_buffer_tag",
+    "buffer_id", "live_buffers", "live_bytes", "report_temporary", "scratch_begin", "scratch_end",
 ]

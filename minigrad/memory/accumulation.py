@@ -29,7 +29,7 @@ from minigrad.memory.estimate import OPTIMIZERS, Estimate, estimate
 from minigrad.memory.profiles import get_profile
 from minigrad.memory.tracker import track
 from minigrad.optim import GradientAccumulator
-from minigrad.tensor import hooks
+from minigrad.memory import buffers
 
 __all__ = ["AccumulationPoint", "accumulation_estimates", "estimate_at", "peak_by_micro_batch", "fewest_steps_that_fit",
            "measure_accumulated_peak"]
@@ -119,7 +119,7 @@ def measure_accumulated_peak(build_model, input_shape, micro_batch: int, steps: 
     """
     make_optimizer = OPTIMIZERS[optimizer] if isinstance(optimizer, str) else optimizer
     gc.collect()  # garbage from earlier work must not be freed, and counted, during the measurement
-    alive_before = set(hooks.live_buffers())
+    alive_before = set(buffers.live_buffers())
     with mt.fork_rng():
         mt.manual_seed(seed)
         model = build_model()
@@ -129,7 +129,7 @@ def measure_accumulated_peak(build_model, input_shape, micro_batch: int, steps: 
         optimizer = make_optimizer(list(model.parameters()))
         accumulator = GradientAccumulator(optimizer, steps)
         loss_fn = nn.CrossEntropyLoss()
-        foreign = sum(nbytes for buffer, (nbytes, _, _) in hooks.live_buffers().items() if buffer in alive_before)
+        foreign = sum(nbytes for buffer, (nbytes, _, _) in buffers.live_buffers().items() if buffer in alive_before)
         with track(model, optimizer, tracemalloc=False, timeline=False) as memory:
             optimizer.zero_grad()
             x = y = None

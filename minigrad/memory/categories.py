@@ -1,6 +1,6 @@
 """The memory categories of a training step, and which allocation tag falls into which.
 
-The core labels every buffer it reports with a *tag* (:mod:`minigrad.tensor.hooks`);
+The core labels every buffer it reports with a *tag* (:mod:`minigrad.memory.buffers`);
 the tracker sorts tags into the seven categories a learner reasons with:
 
 - ``parameter``: the model's weights (``nn.Parameter``);

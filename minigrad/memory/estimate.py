@@ -4,7 +4,7 @@
 model trains one warm-up step (it allocates the optimizer's state), then one
 step at each of the batch sizes 2, 3 and 4 (the steady state: zero_grad,
 forward, loss, backward, optimizer step, as :func:`minigrad.training.fit`
-runs them), with an allocation observer (:mod:`minigrad.tensor.hooks`)
+runs them), with an allocation observer (:mod:`minigrad.memory.buffers`)
 recording every buffer the library allocates, frees or relabels. For a
 network whose ops do not depend on the batch size (every layer of this
 course: linear, conv, pooling, batch norm, dropout, losses), the three steps

@@ -1,6 +1,6 @@
 """Recording training steps for :func:`minigrad.memory.estimate`: every buffer event, its phase and category.
 
-A copy of the model trains under an allocation observer (:mod:`minigrad.tensor.hooks`)
+A copy of the model trains under an allocation observer (:mod:`minigrad.memory.buffers`)
 that notes, for each event, the categories it moves bytes between, its size,
 the phase of the step (data, forward, backward, optimizer step, zero_grad,
 release) and, for buffers kept for backward, the module whose forward kept them.
@@ -13,9 +13,8 @@ import copy
 import numpy as np
 
 import minigrad.tensor as mt
+from minigrad.memory import buffers, listeners
 from minigrad.memory.categories import CATEGORIES, category_of
-from minigrad.nn.parameter import BUFFER_TAG, PARAMETER_TAG
-from minigrad.tensor import hooks
 
 __all__ = ["CATEGORIES", "INPUT_TAG", "category_of", "Recorder", "record_steps"]
 
@@ -66,7 +65,7 @@ class Recorder:
 
     def _note(self, bid: int, tag: str) -> None:
         self.tags[bid] = tag
-        if tag == hooks.ACTIVATION and bid not in self.owner:
+        if tag == buffers.ACTIVATION and bid not in self.owner:
             self.owner[bid] = self.module_stack[-1] if self.module_stack else "(outside any module)"
 
     def _add(self, kind, source, target, nbytes) -> None:
@@ -86,7 +85,7 @@ class Recorder:
         """Bytes of the live buffers kept for backward, by the module whose forward kept them."""
         out: dict[str, int] = {}
         for bid, name in self.owner.items():
-            if self.tags.get(bid) == hooks.ACTIVATION:
+            if self.tags.get(bid) == buffers.ACTIVATION:
                 out[name] = out.get(name, 0) + self.sizes[bid]
         return out
 
@@ -116,10 +115,10 @@ def instrument(model, recorder: _Recorder) -> None:
 
 
 def adopt(recorder: _Recorder, tensor, tag: str) -> None:
-    hooks.set_buffer_tag(tensor, tag)
-    bid = hooks.buffer_id(tensor)
+    buffers.set_buffer_tag(tensor, tag)
+    bid = buffers.buffer_id(tensor)
     if bid is not None and bid not in recorder.sizes:
-        nbytes, known_tag, _ = hooks.live_buffers()[bid]
+        nbytes, known_tag, _ = buffers.live_buffers()[bid]
         recorder.adopt(bid, nbytes, known_tag)
 
 
@@ -149,19 +148,19 @@ def record_steps(model, input_shape, batches, make_optimizer, loss_fn, forward, 
 
     def make_batch(batch):
         x = mt.randn(batch, *input_shape, dtype=x_dtype, device=device)
-        hooks.set_buffer_tag(x, INPUT_TAG)
+        buffers.set_buffer_tag(x, INPUT_TAG)
         if classes is None:
             return x, None
         y = mt.randint(0, classes, (batch,), device=device)
-        hooks.set_buffer_tag(y, INPUT_TAG)
+        buffers.set_buffer_tag(y, INPUT_TAG)
         return x, y
 
-    handle = hooks.add_allocation_observer(recorder)
+    handle = listeners.add_allocation_observer(recorder)
     try:
         for p in work.parameters():
-            adopt(recorder, p, PARAMETER_TAG)
+            adopt(recorder, p, "parameter")
         for b in work.buffers():
-            adopt(recorder, b, BUFFER_TAG)
+            adopt(recorder, b, "buffer")
         optimizer = make_optimizer(list(work.parameters()))
         optimizer.zero_grad(set_to_none=set_to_none)
         for index, batch in enumerate((batches[0], *batches)):  # a warm-up step, then the recorded ones

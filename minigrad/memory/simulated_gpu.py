@@ -14,7 +14,7 @@ whose capacity is the card's usable memory (its memory minus the CUDA
 context), so PyTorch's rules apply: sizes rounded up to 512 bytes, blocks
 carved from segments, free blocks cached and fragmented, all counting
 against the budget. When a buffer does not fit, the core's allocation guard
-(:func:`minigrad.tensor.hooks.add_allocation_guard`) refuses it before it is
+(:func:`minigrad.tensor.listeners.add_allocation_guard`) refuses it before it is
 registered and :class:`OutOfMemoryError` is raised with a report of where
 the memory went (:mod:`minigrad.memory.oom_report`).
 
@@ -44,12 +44,12 @@ from __future__ import annotations
 import gc
 import traceback
 
+from minigrad.memory import buffers, listeners
 from minigrad.memory.allocator import AllocatorOutOfMemoryError, CachingAllocator
 from minigrad.memory.categories import CATEGORIES, category_of
 from minigrad.memory.oom_report import OOMReport, OutOfMemoryError
 from minigrad.memory.owned import module_tensors, optimizer_tensors
 from minigrad.memory.profiles import get_profile
-from minigrad.tensor import hooks
 
 __all__ = ["SimulatedGPU", "simulated_gpu"]
 
@@ -100,11 +100,11 @@ class SimulatedGPU:
     def __enter__(self) -> "SimulatedGPU":
         if self.active:
             raise RuntimeError("simulated_gpu: this card is already active; make a new one with simulated_gpu()")
-        for buffer, (nbytes, tag, device) in hooks.live_buffers().items():
+        for buffer, (nbytes, tag, device) in buffers.live_buffers().items():
             if self._simulates(device):
                 self._admit(buffer, nbytes, tag, None)  # an OOM here leaves nothing registered: see _admit
-        self._handles = [hooks.add_allocation_guard(self._guard), hooks.add_allocation_observer(self._observe),
-                         hooks.add_phase_observer(self._on_phase)]
+        self._handles = [listeners.add_allocation_guard(self._guard), listeners.add_allocation_observer(self._observe),
+                         listeners.add_phase_observer(self._on_phase)]
         self.active = True
         try:
             if self.model is not None:
@@ -196,8 +196,8 @@ class SimulatedGPU:
 
     @staticmethod
     def _register(tensor, tag: str) -> None:
-        if tensor is not None and hooks.buffer_id(tensor) is None:
-            hooks.set_buffer_tag(tensor, tag)  # reported now: the guard admits it (or refuses: OutOfMemoryError)
+        if tensor is not None and buffers.buffer_id(tensor) is None:
+            buffers.set_buffer_tag(tensor, tag)  # reported now: the guard admits it (or refuses: OutOfMemoryError)
 
     def _register_module(self, module) -> None:
         for tensor, tag in module_tensors(module):

@@ -8,8 +8,8 @@
         optimizer.step()
     mem.peak, mem.peak_by_category, mem.by_module(), print(mem.report())
 
-The tracker is an allocation observer and a phase observer of the core
-(:mod:`minigrad.tensor.hooks`): it counts *buffers*, the memory behind
+The tracker is an allocation observer of the buffer registry
+(:mod:`minigrad.memory.buffers`) and a phase observer (:mod:`.phases`): it counts *buffers*, the memory behind
 tensors, so a view is never counted twice, and a buffer is counted as freed
 when its last user (tensor, view, array saved for backward) goes.
 
@@ -25,10 +25,10 @@ Invariants
 - Phases are marked automatically: ``"forward"`` around the outermost module
   call, ``"backward"`` around ``backward()``, ``"optimizer"`` around
   ``Optimizer.step``; ``step`` counts the optimizer steps finished.
-- With no tracker active, nothing runs: the core's hooks are one truthiness
-  test each.
+- With no tracker active, nothing runs: the core's events are one empty-tuple
+  test each (:mod:`.listeners` listens only while something observes).
 
-Why it stays cheap while active: the core appends each allocation event to
+Why it stays cheap while active: the registry appends each allocation event to
 the tracker's list (a C call, no Python code of the tracker runs per event);
 the events are counted in order when a model's forward ends, before anything
 is registered, or when a figure is read. Each event names the module running (its ``scope``), so module calls
@@ -40,11 +40,11 @@ from __future__ import annotations
 
 from itertools import repeat
 
+from minigrad.memory import buffers, listeners
 from minigrad.memory.categories import ACTIVATION, CATEGORIES, CATEGORY_OF_TAG, OTHER, category_of
 from minigrad.memory.ground_truth import CupyPoolProbe, TracemallocProbe
 from minigrad.memory.owned import module_tensors, optimizer_tensors
 from minigrad.memory.timeline import TimelineEvent, format_timeline, timeline_rows
-from minigrad.tensor import hooks
 
 __all__ = ["Tracker", "track"]
 
@@ -133,7 +133,7 @@ class Tracker:
         if self.active:
             raise RuntimeError("memory.track: this tracker is already active; make a new one with track()")
         self.active = True
-        known = hooks.live_buffers()
+        known = buffers.live_buffers()
         self._pool = CupyPoolProbe()
         self._sample_pool = self._pool.active
         if self.use_tracemalloc:
@@ -141,7 +141,7 @@ class Tracker:
         # counted as they come where the timeline is off (nothing to keep) or the CuPy pool is sampled (at once)
         deferred = self.record_timeline and not self._sample_pool
         observer = self._raw.append if deferred else self._count_now
-        self._handles = [hooks.add_allocation_observer(observer), hooks.add_phase_observer(self._on_phase)]
+        self._handles = [listeners.add_allocation_observer(observer), listeners.add_phase_observer(self._on_phase)]
         for buffer, (nbytes, tag, _device) in known.items():
             category = category_of(tag)
             self._category_of[buffer] = category
@@ -301,7 +301,7 @@ class Tracker:
             self._register_module(owner)
         for value in event.inputs:
             data = getattr(value, "_data", None)  # a tensor's array; known already unless the block got it from outside
-            if data is not None and id(data) not in hooks.reported and hooks.buffer_id(value) is None:
+            if data is not None and id(data) not in buffers.reported and buffers.buffer_id(value) is None:
                 self._register(value, "input")
         self._called = dict.fromkeys(self._module_names.get(id(owner), ()))  # in order; more join as they run
 
@@ -340,11 +340,11 @@ class Tracker:
         self._module_names[id(root)] = names
 
     def _register(self, tensor, tag: str) -> None:
-        if tensor is not None and hooks.buffer_id(tensor) is None:
+        if tensor is not None and buffers.buffer_id(tensor) is None:
             self._drain()
             before = self._current
             try:
-                hooks.set_buffer_tag(tensor, tag)
+                buffers.set_buffer_tag(tensor, tag)
             finally:  # what it reported (its buffer, the one new one) is what the tracker found there
                 self._drain()
                 self._preexisting += self._current - before
@@ -393,7 +393,7 @@ class Tracker:
 
     @property
     def events(self) -> list:
-        """The core's events that the timeline shows (:class:`minigrad.tensor.hooks.AllocationEvent`), in order."""
+        """The core's events that the timeline shows (:class:`minigrad.memory.buffers.AllocationEvent`), in order."""
         self._drain()
         skip = self._uncounted
         return [e for i, e in enumerate(self._raw) if i not in skip]

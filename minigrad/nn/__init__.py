@@ -2,12 +2,12 @@
 
 Reading order
 -------------
-The files that carry the chapters' ideas, in the order to read them (2,155 lines in all):
+The files that carry the chapters' ideas, in the order to read them (2,188 lines in all):
 
 Chapter 05 (training on MNIST):
 
 1. ``parameter.py`` (64 lines): :class:`Parameter`, a leaf tensor a module learns.
-2. ``module.py`` (555 lines): :class:`Module` — attributes registered in
+2. ``module.py`` (588 lines): :class:`Module` — attributes registered in
    ``__setattr__``, the tree walk behind ``parameters()``, ``state_dict``
    (exercise 5.1), ``train``/``eval``, ``to`` — and :class:`Sequential`.
 3. ``functional/linear.py`` (99 lines): ``x @ W.T + b`` as one node, forward
@@ -42,6 +42,12 @@ Layers with PyTorch's names and signatures over functions you have read:
   ``ignore_index`` and ``label_smoothing`` (tested equal to the clear version without them).
 - ``dropout.py`` (36 lines): :class:`Dropout` as a module.
 
+PyTorch's module hooks, as features (forward pre/post, full backward, global ones, registration):
+
+- ``module_hooks.py`` (264 lines): the hooks, their order, handles, and the identity nodes of backward hooks.
+- ``modules/module.py`` (12 lines) and ``modules/__init__.py`` (5 lines): PyTorch's import path
+  ``nn.modules.module.register_module_forward_hook`` and its siblings.
+
 Support:
 
 - ``serialization.py`` (236 lines): ``save``/``load``, checkpoints as ``.npz`` without pickle.
@@ -71,7 +77,7 @@ Typical use, as in PyTorch::
 This stage imports only ``minigrad.tensor`` (and ``minigrad.scalar``).
 """
 
-from minigrad.nn import functional, init, utils
+from minigrad.nn import functional, init, modules, utils
 from minigrad.nn.activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from minigrad.nn.conv import AvgPool2d, Conv2d, MaxPool2d
 from minigrad.nn.dropout import Dropout

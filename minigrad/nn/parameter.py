@@ -9,12 +9,9 @@ Results of ops on parameters are plain tensors.
 
 from __future__ import annotations
 
-from minigrad.tensor import Tensor, empty, set_buffer_tag
+from minigrad.tensor import Tensor, empty
 
-__all__ = ["Parameter", "PARAMETER_TAG", "BUFFER_TAG"]
-
-PARAMETER_TAG = "parameter"  # memory category of parameters (minigrad.memory, chapter 08)
-BUFFER_TAG = "buffer"  # ... and of buffers (BatchNorm's running statistics)
+__all__ = ["Parameter"]
 
 
 class Parameter(Tensor):
@@ -42,7 +39,6 @@ class Parameter(Tensor):
         self._base = None
         if requires_grad:
             self.requires_grad_(True)
-        set_buffer_tag(self, PARAMETER_TAG)
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + Tensor.__repr__(self)

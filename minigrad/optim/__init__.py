@@ -18,9 +18,9 @@ parameter-group dicts); this stage imports only :mod:`minigrad.tensor`.
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (1,128 lines in all):
+The files that carry the chapter's ideas, in the order to read them (1,135 lines in all):
 
-1. ``optimizer.py`` (408 lines): :class:`Optimizer` — parameter groups,
+1. ``optimizer.py`` (415 lines): :class:`Optimizer` — parameter groups,
    per-parameter state, ``zero_grad``, ``step``, ``state_dict``.
 2. ``functional.py`` (138 lines): the arithmetic of one step of SGD (momentum,
    Nesterov) and Adam, as functions on arrays: the chapter's exercises.
@@ -33,9 +33,11 @@ The files that carry the chapter's ideas, in the order to read them (1,128 lines
 
 Extensions (not on the reading path)
 ------------------------------------
-- ``update_kernels.py`` (90 lines): the device extension point: which function
+- ``update_kernels.py`` (69 lines): the device extension point: which function
   does an optimizer's arithmetic on a device type (``register_update_kernel``;
-  ``minigrad.gpu`` plugs fused kernels in here).
+  ``minigrad.gpu`` plugs fused kernels in here), and the hooks that hear which update ran.
+- ``step_hooks.py`` (98 lines): PyTorch's step pre- and post-hooks (per optimizer and
+  global), and the hook that hears of each new state array.
 - ``rmsprop.py`` (139 lines): :class:`RMSprop` and its ``rmsprop_update``, for PyTorch compatibility.
 - ``lr_scheduler_extras.py`` (170 lines): ``MultiStepLR``, ``ExponentialLR``,
   ``LinearLR`` and ``SequentialLR``, for PyTorch compatibility, built on

@@ -18,11 +18,14 @@ that has a gradient. Updates happen in place, under ``no_grad()``, and bump
 the version counters of what they change, exactly as in-place tensor ops do
 (so autograd can still catch a saved tensor that an optimizer step changed).
 
-State buffers are allocated under ``allocation_tag("optimizer_state")`` so
-that ``minigrad.memory`` reports them in their own category. They live on
-their parameter's device: created there, moved there by ``step()`` if the
-parameter moved since (``model.to("cuda")`` after some steps; PyTorch would
-fail), and copied there by ``load_state_dict`` whatever device saved them.
+State buffers live on their parameter's device: created there, moved there
+by ``step()`` if the parameter moved since (``model.to("cuda")`` after some
+steps; PyTorch would fail), and copied there by ``load_state_dict`` whatever
+device saved them. Each new state array is shown to the state-init hooks
+(``step_hooks.register_state_init_hook``) before it becomes a tensor.
+
+Step hooks, as in PyTorch (``register_step_pre_hook``, ``register_step_post_hook``
+and the global ones): see :mod:`minigrad.optim.step_hooks`.
 
 Deviations from PyTorch, all for teaching or simplicity:
 
@@ -43,15 +46,19 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from minigrad.tensor import Tensor, allocation_tag, enable_grad, no_grad
+from minigrad.tensor import Tensor, enable_grad, no_grad
 from minigrad.tensor.backend import array_module, cpu, transfer
-from minigrad.tensor.hooks import enter_phase, exit_phase, phase_observers, scratch_release
-from minigrad.tensor.tensor import make_tensor
+from minigrad.optim import step_hooks as _hooks
+from minigrad.optim.step_hooks import (
+    RemovableHandle,
+    new_state as _new_state,
+    register_optimizer_step_post_hook,
+    register_optimizer_step_pre_hook,
+    register_state_init_hook,
+)
 
-__all__ = ["Optimizer", "required"]
-
-OPTIMIZER_STATE = "optimizer_state"  # the allocation tag of state buffers (see minigrad.tensor.hooks)
-
+__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
+           "register_state_init_hook"]
 
 class _Required:
     """Marks a hyperparameter that has no default: every group must set it."""
@@ -105,20 +112,18 @@ def _check_current_lr(optimizer: "Optimizer", index: int, lr) -> None:
     )
 
 
-def _as_state_tensor(value, param: Tensor) -> Tensor:
-    """A fresh tensor with ``value``'s numbers, ``param``'s dtype and device, tagged as optimizer state."""
+def _as_state_tensor(optimizer, value, param: Tensor) -> Tensor:
+    """A fresh state tensor with ``value``'s numbers, ``param``'s dtype and device."""
     host = value._host() if isinstance(value, Tensor) else np.asarray(value)
     host = np.array(host, dtype=param.dtype, copy=True)
-    with allocation_tag(OPTIMIZER_STATE):
-        return make_tensor(transfer(host, cpu, param.device), param.device)
+    return _new_state(optimizer, param, transfer(host, cpu, param.device))
 
 
-def _follow_parameter(p: Tensor, state: dict[str, Any]) -> None:
+def _follow_parameter(optimizer, p: Tensor, state: dict[str, Any]) -> None:
     """Move ``p``'s state tensors to ``p``'s device if ``p`` moved (``model.to("cuda")`` after some steps)."""
     for key, value in state.items():
         if isinstance(value, Tensor) and value._device is not p._device:
-            with allocation_tag(OPTIMIZER_STATE):
-                state[key] = make_tensor(transfer(value._data, value._device, p._device), p._device)
+            state[key] = _new_state(optimizer, p, transfer(value._data, value._device, p._device))
 
 
 class Optimizer:
@@ -258,20 +263,30 @@ class Optimizer:
         zero the gradients and call ``backward()``); it runs with gradients
         enabled before the update.
         """
+        if _hooks.pre or _hooks.post or self._step_hooks is not None:
+            return _hooks.step_with_hooks(self, closure)
         loss = None
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        observed = bool(phase_observers)  # minigrad.memory marks the optimizer phase
-        if observed:
-            enter_phase("optimizer", self)
-        try:
-            self._update_all()
-        finally:
-            scratch_release()  # the update kernels' scratch memory, while observed (update_kernels.py)
-            if observed:
-                exit_phase("optimizer", self)
+        self._update_all()
         return loss
+
+    _step_hooks = None  # this optimizer's own (pre-hooks, post-hooks), once one is registered
+
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Run ``hook(optimizer, args, kwargs)`` before each ``step``; it may return ``(new_args, new_kwargs)``."""
+        return _hooks.register(self._own_step_hooks()[0], hook, f"{type(self).__name__}.register_step_pre_hook")
+
+    def register_step_post_hook(self, hook: Callable, *, always_call: bool = False) -> RemovableHandle:
+        """Run ``hook(optimizer, args, kwargs)`` after each ``step``."""
+        return _hooks.register(self._own_step_hooks()[1], hook, f"{type(self).__name__}.register_step_post_hook",
+                               always_call)
+
+    def _own_step_hooks(self) -> tuple[dict, dict]:
+        if self._step_hooks is None:
+            self._step_hooks = ({}, {})
+        return self._step_hooks
 
     def _update_all(self) -> None:
         with no_grad():
@@ -281,28 +296,20 @@ class Optimizer:
                     if p.grad is not None:
                         state = self.state[p]
                         if state:
-                            _follow_parameter(p, state)
-                            self._update(p, state, group)
-                        else:  # its state is allocated now: no earlier update's scratch is alive then
-                            scratch_release()
-                            self._update(p, state, group)
-                            scratch_release()
+                            _follow_parameter(self, p, state)
+                        self._update(p, state, group)
 
     def _update(self, p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
         """Update one parameter ``p`` (whose ``.grad`` is set) in place; subclasses implement it."""
         raise NotImplementedError(f"{type(self).__name__} does not implement _update(p, state, group)")
 
-    @staticmethod
-    def _zeros_state(p: Tensor) -> Tensor:
-        """A zero buffer like ``p``, tagged as optimizer state."""
-        with allocation_tag(OPTIMIZER_STATE):
-            return make_tensor(array_module(p._data).zeros_like(p._data), p._device)
+    def _zeros_state(self, p: Tensor) -> Tensor:
+        """A zero state buffer like ``p``."""
+        return _new_state(self, p, array_module(p._data).zeros_like(p._data))
 
-    @staticmethod
-    def _wrap_state(array, p: Tensor) -> Tensor:
-        """Wrap an array made during a step (e.g. a first momentum buffer) as an optimizer-state tensor."""
-        with allocation_tag(OPTIMIZER_STATE):
-            return make_tensor(array, p._device)
+    def _wrap_state(self, array, p: Tensor) -> Tensor:
+        """Wrap an array made during a step (e.g. a first momentum buffer) as a state tensor."""
+        return _new_state(self, p, array)
 
     # ------------------------------------------------------------------------------ saving
 
@@ -383,7 +390,7 @@ class Optimizer:
                             f"{name}: state {k!r} of parameter {key} has shape {tuple(v.shape)} but the "
                             f"parameter has shape {tuple(p.shape)}; was it saved for a different model?"
                         )
-                    restored[k] = _as_state_tensor(v, p)
+                    restored[k] = _as_state_tensor(self, v, p)
                 else:
                     restored[k] = v
             new_state[p] = restored

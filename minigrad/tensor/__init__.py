@@ -89,8 +89,8 @@ precision, checkpointing), which plug in here instead of patching the core:
 
 - ``backend.py`` (233 lines): the device registry (NumPy on the CPU, CuPy for ``"cuda"`` later).
 - ``dispatch.py`` (125 lines): a device type's own kernel for an op.
-- ``hooks.py`` (462 lines): allocation observers and guards, phase observers and scopes.
-- ``dtype_policy.py`` (48 lines): the slot a mixed-precision policy fills (``minigrad.amp``).
+- ``events.py`` (100 lines): what the core tells listeners: a tensor was made, an op ran, a node's backward ran, a gradient was stored.
+- ``dtype_policy_slot.py`` (48 lines): the slot a mixed-precision policy fills (``minigrad.amp``).
 - ``bfloat16_compute.py`` (102 lines): ops on bfloat16 data computed in float32, rounded once.
 - ``fast_float16.py`` (43 lines): speed path — float16 matrix products on the
   CPU computed in float32 (NumPy's own are ~200x slower), equal to the clear
@@ -117,7 +117,7 @@ so ``from minigrad.tensor import *`` does not hide Python's builtins.
 """
 
 from minigrad.tensor.tensor import ReduceResult, Tensor, VersionCounter, shares_memory  # noqa: I001 (first)
-from minigrad.tensor import grad_rules, hooks, strides
+from minigrad.tensor import events, grad_rules, strides
 from minigrad.tensor.autograd import backward, topological_order
 from minigrad.tensor.backend import (
     Backend,
@@ -179,14 +179,7 @@ from minigrad.tensor.function import (
 from minigrad.tensor.grad_rules import unbroadcast
 from minigrad.tensor.gradcheck import GradcheckError, GradcheckResult, gradcheck
 from minigrad.tensor.anomaly import AnomalyError, detect_anomaly
-from minigrad.tensor.hooks import (
-    AllocationEvent,
-    add_allocation_observer,
-    allocation_tag,
-    remove_allocation_observer,
-    set_buffer_tag,
-)
-from minigrad.tensor.dtype_policy import dtype_policy, get_dtype_policy, set_dtype_policy
+from minigrad.tensor.dtype_policy_slot import dtype_policy, get_dtype_policy, set_dtype_policy
 from minigrad.tensor.saved_tensors import saved_tensors_hooks
 from minigrad.tensor import graph
 from minigrad.tensor.ops.convert import cast, clone
@@ -253,8 +246,7 @@ __all__ = [
     "get_backend", "registered_backends", "array_module", "ShapeError", "DTypeError",
     "set_default_device", "get_default_device", "register_op_impl", "unregister_op_impl", "registered_op_impls",
     # extension points
-    "hooks", "strides", "grad_rules", "AllocationEvent", "add_allocation_observer", "remove_allocation_observer",
-    "allocation_tag", "set_buffer_tag", "set_dtype_policy", "get_dtype_policy", "dtype_policy",
+    "events", "strides", "grad_rules", "set_dtype_policy", "get_dtype_policy", "dtype_policy",
     "saved_tensors_hooks", "graph",
     # factories and random numbers
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",

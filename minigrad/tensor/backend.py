@@ -31,10 +31,9 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = [
-    "root_array",
     "Backend", "Device", "DeviceError", "register_backend", "unregister_backend",
     "get_backend", "registered_backends", "device", "array_module", "transfer", "cpu",
-    "set_default_device", "get_default_device", "register_backend_loader",
+    "set_default_device", "get_default_device", "register_backend_loader", "root_array",
 ]
 
 
@@ -222,7 +221,7 @@ def get_default_device() -> Device:
 
 
 def root_array(array):
-    """The array that owns the memory ``array`` looks at (itself if it owns it).
+    """The array that owns the memory ``array`` looks at (``array`` itself if it owns it).
 
     Follows ``.base`` through objects of other types too: NumPy's ``as_strided``
     views hang off a helper object whose ``.base`` is the array they read.

@@ -3,7 +3,7 @@
 - :func:`input_gradients`: run one node's ``backward`` and check what it
   returned (one gradient per input, each of its input's shape), naming the op
   when it is wrong; bfloat16 nodes compute in float32; ``detect_anomaly()``
-  and allocation observers are served here.
+  and the listeners of :mod:`.events` are served here.
 - :func:`store_grad` / :func:`add_grad`: a gradient becomes ``t.grad``, or is
   added into it in place. A fresh array made during the pass is adopted
   without a copy the first time; anything another tensor might hold is copied,
@@ -19,11 +19,10 @@ import contextlib
 
 from minigrad.tensor import anomaly as _anomaly
 from minigrad.tensor import bfloat16_compute as _bf16
-from minigrad.tensor import hooks
+from minigrad.tensor import events
 from minigrad.tensor.backend import array_module, root_array
 from minigrad.tensor.errors import ShapeError
-from minigrad.tensor.accumulate_grad import AccumulateGrad
-from minigrad.tensor.tensor import Tensor, make_tensor
+from minigrad.tensor.tensor import Tensor, VersionCounter, init_tensor
 
 __all__ = ["input_gradients", "store_grad", "add_grad", "seed_gradient", "one_pass"]
 
@@ -47,13 +46,11 @@ def input_gradients(node, grad) -> tuple:
     Checks what the op returned (the count, and each gradient's shape against
     its input's) and raises an error naming the op. bfloat16 nodes run in
     float32 (:mod:`.bfloat16_compute`); under ``detect_anomaly()`` NaN/Inf is
-    reported at the op that made it.
+    named at the op that made it.
     """
-    observed = bool(hooks.observers)
-    if observed:  # a sum of gradients made by the driver is reported when it is used
-        device = node._device or (_passes[-1][1] if _passes else None)
-        if grad.base is not None or id(grad) not in hooks.reported:  # (most were reported by the node that made them)
-            hooks.track(grad, hooks.TEMPORARY, device, node.backward_op)
+    if events.node_backward:
+        for listener in events.node_backward:
+            listener(node, grad, _device_of(node))
     input_grads = node.backward(grad) if not node._bf16 else _bf16.backward(node, grad)
     if type(input_grads) is not tuple:
         input_grads = (input_grads,)
@@ -74,9 +71,9 @@ def input_gradients(node, grad) -> tuple:
                 f"shape {tuple(parent.output_shape)}; a gradient must have its input's shape "
                 f"(sum over broadcast dimensions with unbroadcast)"
             )
-        if observed:  # a leaf's gradient usually becomes its .grad as is
-            tag = hooks.GRADIENT if type(parent) is AccumulateGrad else hooks.TEMPORARY
-            hooks.track(g, tag, device, node.backward_op)
+    if events.node_returned:
+        for listener in events.node_returned:
+            listener(node, grad, input_grads, _device_of(node))
     return input_grads
 
 
@@ -88,11 +85,9 @@ def store_grad(tensor: Tensor, grad) -> None:
         # matching memory (mixing C- and Fortran-ordered operands makes them several times slower)
         grad = array_module(grad).ascontiguousarray(grad)
     data = _own(grad)
-    tensor._grad = make_tensor(data, tensor._device, tag=None)
-    if hooks.observers:  # reported as a gradient (usually it was, by input_gradients); one in flight becomes one
-        record = hooks.reported.get(id(data)) if data.base is None else None
-        if record is None or record[2] != hooks.GRADIENT:
-            hooks.track(data, hooks.GRADIENT, tensor._device, retag_from=(hooks.TEMPORARY,))
+    tensor._grad = init_tensor(Tensor.__new__(Tensor), data, tensor._device, False, None, VersionCounter(), None)
+    for listener in events.grad_stored:
+        listener(tensor, data)
 
 
 def add_grad(tensor: Tensor, grad) -> None:
@@ -104,6 +99,11 @@ def add_grad(tensor: Tensor, grad) -> None:
 
 
 # --------------------------------------------------------------------------- internals
+
+
+def _device_of(node):
+    """The device of ``node``'s output (set on nodes recorded while ops are listened to), else the pass's."""
+    return node._device or (_passes[-1][1] if _passes else None)
 
 
 def _checked(tensor: Tensor, grad):
@@ -139,8 +139,8 @@ def seed_gradient(tensor: Tensor, gradient):
                 f"gradient=d(final)/d(out) with the same shape"
             )
         seed = array_module(data).ones(data.shape, dtype=data.dtype)
-        if hooks.observers:
-            hooks.track(seed, hooks.TEMPORARY, tensor._device)
+        for listener in events.array_made:
+            listener(seed, tensor._device)
         return seed
     if not isinstance(gradient, Tensor):
         gradient = Tensor(gradient, dtype=tensor.dtype, device=tensor.device)
@@ -152,6 +152,6 @@ def seed_gradient(tensor: Tensor, gradient):
     if gradient.device is not tensor.device:
         raise ShapeError(f"backward: gradient is on {gradient.device} but the tensor is on {tensor.device}")
     seed = gradient._data.astype(data.dtype, copy=True)
-    if hooks.observers:  # report the gradients in flight as temporaries
-        hooks.track(seed, hooks.TEMPORARY, tensor._device)
+    for listener in events.array_made:
+        listener(seed, tensor._device)
     return seed

@@ -39,8 +39,8 @@ import numpy as np
 
 from minigrad.tensor import anomaly as _anomaly
 from minigrad.tensor import bfloat16_compute as _bf16
-from minigrad.tensor import dtype_policy as _policy
-from minigrad.tensor import hooks
+from minigrad.tensor import dtype_policy_slot as _policy
+from minigrad.tensor import events
 from minigrad.tensor import op_errors as _op_errors
 from minigrad.tensor import saved_tensors as _saved_tensors
 from minigrad.tensor.backend import DeviceError
@@ -207,10 +207,9 @@ class Function:
         if _anomaly.enabled:  # detect_anomaly()
             _anomaly.check_forward(cls.__name__, args, out)
         result = _wrap(ctx, out, device, args, record and _GradMode.enabled)
-        if result._requires_grad:
-            _record(ctx, parents, out, result, args, device)
-        if hooks.observers:  # allocation observers (minigrad.memory)
-            _report(ctx, out, device, result._requires_grad)
+        node = _record(ctx, parents, out, result, args, device) if result._requires_grad else None
+        for listener in events.op_ran:  # what made which buffer (minigrad.memory listens)
+            listener(cls, node, out, device)
         return result
 
     def explain_error(ctx, exc: Exception, args, kwargs) -> Exception:
@@ -282,20 +281,15 @@ def _wrap(ctx, out, device, args, recording: bool) -> Tensor:
     return init_tensor(_new(Tensor), out, device, recording, ctx if recording else None, version, base)
 
 
-def _record(ctx, parents, out, result, args, device) -> None:
-    """Make ``ctx`` a graph node: its parents, what it produced, the versions of what it saved, packed if asked."""
+def _record(ctx, parents, out, result, args, device):
+    """Make ``ctx`` a graph node (its parents, what it produced, its device, the versions of what it saved, packed
+    if saved-tensor hooks ask) and return it."""
     ctx._parents = tuple(parents)
     ctx.output_shape = out.shape
     ctx.output_dtype = out.dtype
+    ctx._device = device
     if ctx._saved:
         ctx._checks = version_checks(ctx._saved, args, result)
         if _saved_tensors.stack:  # saved-tensor hooks
             _saved_tensors.pack_saved(ctx, device)
-
-
-def _report(ctx, out, device, recorded: bool) -> None:
-    if recorded:
-        ctx._device = device
-        hooks.track_node(ctx, out, device)
-    else:
-        hooks.track(out, hooks.TEMPORARY, device, ctx.op)
+    return ctx

@@ -23,7 +23,7 @@ import weakref
 
 import numpy as np
 
-from minigrad.tensor import hooks
+from minigrad.tensor import events
 from minigrad.tensor.accumulate_grad import AccumulateGrad
 from minigrad.tensor.backend import Device, cpu, device as as_device, get_default_device, transfer
 from minigrad.tensor.dtypes import is_floating_point
@@ -67,17 +67,14 @@ def init_tensor(t, data, device: Device, requires_grad: bool, grad_fn, version: 
     return t
 
 
-def make_tensor(data, device: Device, requires_grad: bool = False, grad_fn=None, version=None, tag=hooks.TENSOR):
-    """Wrap an existing backend array without copying or checking it (the ops' fast path).
-
-    Observers hear of ``data``'s buffer with ``tag`` (``tag=None``: the caller reports it).
-    """
+def make_tensor(data, device: Device, requires_grad: bool = False, grad_fn=None, version=None):
+    """Wrap an existing backend array without copying or checking it (the ops' fast path); sends ``tensor_made``."""
     if isinstance(data, np.generic):  # NumPy turns 0-d results into scalars; keep arrays
         data = np.asarray(data)
     t = init_tensor(_new(Tensor), data, device, requires_grad, grad_fn,
                     VersionCounter() if version is None else version, None)
-    if hooks.observers and tag is not None:
-        hooks.track(data, tag, device)
+    for listener in events.tensor_made:
+        listener(data, device)
     return t
 
 
@@ -99,8 +96,8 @@ class Tensor(TensorMethods):
         if dev is not cpu:
             arr = transfer(arr, cpu, dev)
         init_tensor(self, arr, dev, False, None, VersionCounter(), None)
-        if hooks.observers:
-            hooks.track(arr, hooks.TENSOR, dev)
+        for listener in events.tensor_made:
+            listener(arr, dev)
         if requires_grad:
             self.requires_grad_(True)
 
@@ -146,7 +143,7 @@ class Tensor(TensorMethods):
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
-        """Ask autograd to track (or stop tracking) this leaf; returns self."""
+        """Ask autograd to record gradients for this leaf (or to stop); returns self."""
         if self.grad_fn is not None:
             raise RuntimeError(
                 f"requires_grad_: can only change requires_grad of leaf tensors; this one was made by "
@@ -207,8 +204,8 @@ class Tensor(TensorMethods):
         init_tensor(self, data if dev is cpu else transfer(data, cpu, dev), dev, state["requires_grad"],
                           None, VersionCounter(), None)
         self._grad = state["grad"]
-        if hooks.observers:
-            hooks.track(self._data, hooks.TENSOR, dev)
+        for listener in events.tensor_made:
+            listener(self._data, dev)
 
 
     @property

@@ -2,6 +2,7 @@
 
 import pytest
 
+import minigrad.memory as mm
 import minigrad.tensor as mt
 from minigrad.memory.accumulation import (
     accumulation_estimates, estimate_at, fewest_steps_that_fit, measure_accumulated_peak, peak_by_micro_batch,
@@ -88,7 +89,7 @@ def test_the_figure_renders_a_bar_per_micro_batch_and_the_capacity_line():
 
 def test_buffers_alive_before_the_measurement_are_no_part_of_it():
     expected = peak_by_micro_batch(mnist_mlp(), SHAPE, 64, optimizer="sgd", micro_batches=[32])[0].peak
-    with mt.add_allocation_observer(lambda event: None):
+    with mm.add_allocation_observer(lambda event: None):
         held = mt.randn(1000, 1000)  # reported, and alive throughout
         assert measure_accumulated_peak(mnist_mlp, SHAPE, 32, 2, "sgd") == expected
         del held

@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 
+import minigrad.memory as mm
 import minigrad.tensor as mt
 from minigrad import nn, optim
 from minigrad.data import DataLoader, TensorDataset
@@ -42,7 +43,7 @@ class PeakLedger:
 def measured_peak(build, batch, make_optimizer, steps=2):
     """Peak bytes of ``steps`` real training steps at ``batch`` (model and optimizer included)."""
     ledger = PeakLedger()
-    with mt.add_allocation_observer(ledger):
+    with mm.add_allocation_observer(ledger):
         mt.manual_seed(0)
         model = build()
         ledger.peak = ledger.total  # what building the model allocated and dropped is no part of a step
@@ -98,7 +99,7 @@ def fit_peak(build, batch, make_optimizer, accumulation_steps=1, batches=3):
                          rng.integers(0, 10, batch * batches))
     loader = DataLoader(data, batch_size=batch, prefetch=0)  # no thread making batches ahead
     ledger = PeakLedger()
-    with mt.add_allocation_observer(ledger):
+    with mm.add_allocation_observer(ledger):
         model = build()
         optimizer = make_optimizer(model.parameters())
         ledger.peak = ledger.total
@@ -138,7 +139,7 @@ def test_a_scaled_loss_backward_can_be_observed():
     """The gradient of ``loss * 0.25`` flows as a NumPy scalar: not a buffer, and no error under an observer."""
     seen = []
     x = mt.randn(4, 3, requires_grad=True)
-    with mt.add_allocation_observer(seen.append):
+    with mm.add_allocation_observer(seen.append):
         ((x * x).sum() * 0.25).backward()
     assert x.grad is not None and any(e.tag == "gradient" for e in seen)
 
@@ -224,7 +225,7 @@ def test_float16_halves_what_is_stored_in_floats_and_stays_quiet(recwarn):
 def test_an_estimate_made_while_another_observer_listens_is_the_same():
     alone = estimate(mnist_cnn(), (1, 28, 28), 128)
     events = []
-    with mt.add_allocation_observer(events.append):
+    with mm.add_allocation_observer(events.append):
         model = mnist_cnn()
         observed = estimate(model, (1, 28, 28), 128)
     assert observed.peak == alone.peak and observed.parameters == alone.parameters == parameter_bytes(model)

@@ -21,7 +21,8 @@ from minigrad.memory.oom_report import OutOfMemoryError, suggestions
 from minigrad.memory.profiles import get_profile
 from minigrad.memory.simulated_gpu import simulated_gpu
 from minigrad.memory.tracker import track
-from minigrad.tensor import hooks
+import minigrad.memory as mm
+from minigrad.memory import buffers, phases
 from minigrad.training.recipes import mnist_cnn
 from minigrad.viz.segment_map import draw_segment_map
 
@@ -35,7 +36,7 @@ def nothing_left_registered():
     gc.collect()
     yield
     gc.collect()
-    assert not hooks.guards and not hooks.observers and not hooks.phase_observers
+    assert not buffers.guards and not buffers.observers and not phases.observers
 
 
 def batch(n, seed=0):
@@ -63,7 +64,7 @@ def cnn_and_adam(seed=0):
 
 
 def live_simulated_bytes():
-    return sum(nbytes for nbytes, _tag, device in hooks.live_buffers().values() if device.split(":")[0] == "cpu")
+    return sum(nbytes for nbytes, _tag, device in mm.live_buffers().values() if device.split(":")[0] == "cpu")
 
 
 def report_categories(message):

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 import minigrad.tensor as mt
-from minigrad.tensor import hooks
+import minigrad.memory as mm
+from minigrad.memory import buffers
+from minigrad.memory.scratch import scratch
 
 
 class Refused(MemoryError):
@@ -30,7 +32,7 @@ class Ledger:
 def nothing_left_registered():
     gc.collect()
     yield
-    assert not hooks.guards and not hooks.observers, "a test left a guard or an observer registered"
+    assert not buffers.guards and not buffers.observers, "a test left a guard or an observer registered"
 
 
 def refuse_above(limit):
@@ -42,13 +44,13 @@ def refuse_above(limit):
 
 def test_a_refused_buffer_is_not_registered_and_no_observer_hears_of_it():
     ledger = Ledger()
-    with hooks.add_allocation_observer(ledger), hooks.add_allocation_guard(refuse_above(1000)):
+    with mm.add_allocation_observer(ledger), mm.add_allocation_guard(refuse_above(1000)):
         small = mt.zeros(10)  # 40 bytes: admitted
-        before = hooks.live_bytes()
+        before = mm.live_bytes()
         with pytest.raises(Refused):
             mt.zeros(1000)  # 4,000 bytes: refused
         gc.collect()
-        assert hooks.live_bytes() == before
+        assert mm.live_bytes() == before
         assert ledger.kinds() == ["alloc"]  # the refused buffer: no "alloc", and no "free" when its array goes
         del small
     assert ledger.kinds() == ["alloc", "free"]
@@ -65,14 +67,14 @@ def test_an_op_whose_output_is_refused_leaves_its_saved_buffers_to_be_freed_when
     ledger = Ledger()
     x = mt.tensor(np.ones((4, 100), dtype=np.float32), requires_grad=True)
     guard = refuse_op("mul")
-    with hooks.add_allocation_observer(ledger), hooks.add_allocation_guard(guard):
+    with mm.add_allocation_observer(ledger), mm.add_allocation_guard(guard):
         with pytest.raises(Refused):
             (x.exp() * 2.0).sum()  # exp saves its output for backward; the product is refused
         gc.collect()
-        allocated = {e.buffer_id for e in ledger.events if e.event == "alloc"} - {hooks.buffer_id(x)}
+        allocated = {e.buffer_id for e in ledger.events if e.event == "alloc"} - {mm.buffer_id(x)}
         freed = {e.buffer_id for e in ledger.events if e.event == "free"}
         assert allocated and allocated == freed  # what was registered on the way was freed again
-        hooks.remove_allocation_guard(guard)
+        mm.remove_allocation_guard(guard)
         y = (x.exp() * 2.0).sum()  # the core works on
         y.backward()
     assert np.allclose(x.grad.numpy(), 2.0 * np.e)
@@ -80,8 +82,8 @@ def test_an_op_whose_output_is_refused_leaves_its_saved_buffers_to_be_freed_when
 
 def test_earlier_guards_hear_a_cancel_when_a_later_one_refuses():
     first = Ledger()
-    with hooks.add_allocation_observer(Ledger()), hooks.add_allocation_guard(first), \
-            hooks.add_allocation_guard(refuse_above(100)):
+    with mm.add_allocation_observer(Ledger()), mm.add_allocation_guard(first), \
+            mm.add_allocation_guard(refuse_above(100)):
         with pytest.raises(Refused):
             mt.zeros(100)
     assert first.kinds() == ["reserve", "cancel"]
@@ -90,20 +92,20 @@ def test_earlier_guards_hear_a_cancel_when_a_later_one_refuses():
 
 def test_scratch_memory_is_guarded_too():
     ledger = Ledger()
-    with hooks.add_allocation_observer(ledger), hooks.add_allocation_guard(refuse_above(1000)):
+    with mm.add_allocation_observer(ledger), mm.add_allocation_guard(refuse_above(1000)):
         with pytest.raises(Refused):
-            with hooks.scratch(5000):
+            with scratch(5000):
                 pass
-        with hooks.scratch(500):
+        with scratch(500):
             pass
     assert ledger.kinds() == ["alloc", "free"] and ledger.events[0].nbytes == 500
 
 
 def test_guards_are_checked_and_removed():
     with pytest.raises(TypeError, match="add_allocation_guard"):
-        hooks.add_allocation_guard("not callable")
+        mm.add_allocation_guard("not callable")
     guard = refuse_above(0)
-    hooks.add_allocation_guard(guard)
-    hooks.remove_allocation_guard(guard)
-    hooks.remove_allocation_guard(guard)  # twice is fine
-    assert guard not in hooks.guards
+    mm.add_allocation_guard(guard)
+    mm.remove_allocation_guard(guard)
+    mm.remove_allocation_guard(guard)  # twice is fine
+    assert guard not in buffers.guards

@@ -12,7 +12,7 @@ import pytest
 import minigrad.memory as memory
 import minigrad.tensor as mt
 from minigrad import nn, optim
-from minigrad.tensor import hooks
+from minigrad.memory import buffers, phases
 
 PARAMS = 128 + 32 + 96 + 12
 
@@ -32,7 +32,7 @@ def split(**nonzero) -> dict:
 def no_observers_left():
     gc.collect()
     yield
-    assert not hooks.observers and not hooks.phase_observers, "a tracker left an observer registered"
+    assert not buffers.observers and not phases.observers, "a tracker left an observer registered"
 
 
 def test_linear_layers_with_adam_parameters_gradients_and_twice_the_state():
@@ -169,7 +169,7 @@ def test_the_tracker_stops_observing_even_after_an_error():
     with pytest.raises(ZeroDivisionError):
         with memory.track():
             1 / 0
-    assert not hooks.observers and not hooks.phase_observers
+    assert not buffers.observers and not phases.observers
     with memory.track() as mem:
         pass
     with pytest.raises(RuntimeError, match="already active"):

@@ -15,7 +15,7 @@ import pytest
 import minigrad.memory as memory
 import minigrad.tensor as mt
 from minigrad import nn, optim
-from minigrad.tensor import hooks
+import minigrad.memory as mm
 from minigrad.training.recipes import RECIPES
 
 UPPER = {"mnist-mlp": 1.05, "mnist-cnn": 1.5}
@@ -47,7 +47,7 @@ def test_tracemalloc_peak_is_the_trackers_within_the_stated_tolerance(recipe):
 @pytest.mark.gpu
 def test_cupy_pool_used_bytes_beside_the_tracker(cupy):
     with memory.track(tracemalloc=False) as mem:
-        arrays = [hooks.report_temporary(cupy.zeros(n, dtype=cupy.float32), "cuda") for n in (1000, 250_000, 3)]
+        arrays = [mm.report_temporary(cupy.zeros(n, dtype=cupy.float32), "cuda") for n in (1000, 250_000, 3)]
         peak_here = mem.peak
         del arrays
     assert mem.current == 0 and peak_here == 4 * (1000 + 250_000 + 3)

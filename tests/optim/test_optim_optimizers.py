@@ -7,7 +7,7 @@ import pytest
 
 import minigrad.tensor as mt
 from minigrad import optim
-from minigrad.tensor import hooks
+import minigrad.memory as mm
 
 SHAPES = [(4, 3), (3,), ()]
 STEPS = 6
@@ -283,7 +283,7 @@ def test_state_buffers_are_tagged_optimizer_state():
     events = []
     a = mt.zeros(100, 10, requires_grad=True)
     b = mt.zeros(10, requires_grad=True)
-    with hooks.add_allocation_observer(events.append):
+    with mm.add_allocation_observer(events.append):
         opt = optim.Adam([a, b], amsgrad=True)
         a.grad, b.grad = mt.ones(100, 10), mt.ones(10)
         opt.step()
@@ -296,12 +296,12 @@ def test_state_buffers_are_tagged_optimizer_state():
 def test_sgd_momentum_buffer_is_tagged_optimizer_state():
     events = []
     a = mt.zeros(50, requires_grad=True)
-    with hooks.add_allocation_observer(events.append):
+    with mm.add_allocation_observer(events.append):
         opt = optim.SGD([a], lr=0.1, momentum=0.9)
         a.grad = mt.ones(50)
         opt.step()
         buf = opt.state[a]["momentum_buffer"]
-        assert hooks.live_buffers()[hooks.buffer_id(buf)][1] == "optimizer_state"
+        assert mm.live_buffers()[mm.buffer_id(buf)][1] == "optimizer_state"
 
 
 def test_step_keeps_float32():
@@ -369,7 +369,7 @@ def _scratch_reported_by_a_step(kernel) -> list[int]:
         opt = optim.SGD([a], lr=0.1, momentum=0.9)
         a.grad = mt.ones(10)
         opt.step()  # allocates the momentum buffer
-        with hooks.add_allocation_observer(events.append):
+        with mm.add_allocation_observer(events.append):
             opt.step()
     finally:
         optim.register_update_kernel("sgd", "cpu", previous)

@@ -16,7 +16,7 @@ import pytest
 import minigrad.tensor as mt
 from minigrad import nn, optim
 from minigrad.data import MNIST
-from minigrad.tensor import hooks
+import minigrad.memory as mm
 from minigrad.training.recipes import MNIST_MEAN, MNIST_STD, RECIPES
 
 NUMPY_DOMAIN = np.lib.tracemalloc_domain
@@ -68,7 +68,7 @@ def test_observer_total_matches_live_buffers_and_tracemalloc(recipe, mnist_batch
     gc.collect()
     ledger = Ledger()
     tracemalloc.start()
-    handle = mt.add_allocation_observer(ledger)
+    handle = mm.add_allocation_observer(ledger)
     try:
         mt.manual_seed(0)
         model = spec.build()
@@ -78,9 +78,9 @@ def test_observer_total_matches_live_buffers_and_tracemalloc(recipe, mnist_batch
 
         def check(point):
             gc.collect()
-            live = sum(size for size, _, _ in hooks.live_buffers().values())
+            live = sum(size for size, _, _ in mm.live_buffers().values())
             numpy_total = _numpy_bytes()
-            assert ledger.total == live == hooks.live_bytes(), point
+            assert ledger.total == live == mm.live_bytes(), point
             assert abs(live - numpy_total) <= 0.01 * numpy_total, (point, live, numpy_total, ledger.by_tag())
             seen[point] = ledger.by_tag()
             seen[point + " sizes"] = sorted(size for b, size in ledger.sizes.items() if ledger.tags[b] == "activation")
@@ -130,7 +130,7 @@ def test_an_optimizer_step_reports_its_scratch_memory(name):
     optimizer = OPTIMIZERS[name](p)
     optimizer.step()  # the first step allocates the state; measure the second
     scratch = []
-    handle = mt.add_allocation_observer(lambda e: scratch.append(e.nbytes) if e.tag == "temporary" else None)
+    handle = mm.add_allocation_observer(lambda e: scratch.append(e.nbytes) if e.tag == "temporary" else None)
     try:
         optimizer.step()
     finally:
@@ -144,4 +144,4 @@ def test_an_optimizer_step_reports_its_scratch_memory(name):
     finally:
         tracemalloc.stop()
     assert round(measured) <= declared <= round(measured) + 1, (measured, declared)
-    assert hooks.live_bytes() == sum(size for size, _, _ in hooks.live_buffers().values())
+    assert mm.live_bytes() == sum(size for size, _, _ in mm.live_buffers().values())

@@ -1,7 +1,7 @@
 """Recording a trace from real code: every buffer the library allocates and frees, through the core's observer.
 
 :func:`record_trace` registers an allocation observer
-(:func:`minigrad.tensor.hooks.add_allocation_observer`) while ``fn`` runs
+(:func:`minigrad.memory.listeners.add_allocation_observer`) while ``fn`` runs
 and turns its events into a trace for :func:`~minigrad.memory.allocator.trace_replay.replay`:
 ``("alloc", buffer_id, nbytes, tag)`` when a buffer appears, ``("free",
 buffer_id)`` when its last user goes. Frees of buffers allocated before the
@@ -25,8 +25,9 @@ import sys
 import numpy as np
 
 from minigrad import nn, optim
+from minigrad.memory import listeners
 from minigrad.memory.allocator.trace_replay import ALLOC, FREE, compare_policies, format_comparison
-from minigrad.tensor import from_numpy, hooks, manual_seed
+from minigrad.tensor import from_numpy, manual_seed
 
 RETAG = "retag"
 
@@ -47,7 +48,7 @@ def record_trace(fn, *args, **kwargs) -> tuple[list[tuple], object]:
             trace[alloc_index[event.buffer_id]] = (ALLOC, event.buffer_id, event.nbytes, event.tag)
 
     gc.collect()  # buffers of earlier code that only a collection frees go now, not during the recording
-    with hooks.add_allocation_observer(observe):
+    with listeners.add_allocation_observer(observe):
         result = fn(*args, **kwargs)
     return trace, result
 

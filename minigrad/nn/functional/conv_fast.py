@@ -37,7 +37,7 @@ from __future__ import annotations
 from minigrad.nn.functional._utils import as_strided, in_memory_format, is_channels_last
 from minigrad.tensor import Function, array_module
 from minigrad.tensor.fast_float16 import product
-from minigrad.tensor.hooks import report_temporary
+from minigrad.tensor.events import working_array
 
 __all__ = [
     "FastConv2dFunction", "taps_first", "pad_input", "im2col", "col2im",
@@ -136,10 +136,10 @@ def weight_gradient(grad, cols, g=None):
     if cols.flags.f_contiguous and not cols.flags.c_contiguous and grad.flags.c_contiguous:
         P = Ho * Wo
         per_image = product(grad.reshape(N, O, P), cols.T.reshape(-1, N, P).transpose(1, 2, 0))  # (N, O, K)
-        report_temporary(per_image)
-        return report_temporary(per_image.sum(axis=0))
+        working_array(per_image)
+        return working_array(per_image.sum(axis=0))
     g = output_rows(grad) if g is None else g
-    return report_temporary(product(cols.T, g).T)  # computed as (cols.T @ g).T, the order BLAS runs faster
+    return working_array(product(cols.T, g).T)  # computed as (cols.T @ g).T, the order BLAS runs faster
 
 
 def bias_gradient(grad):
@@ -165,14 +165,14 @@ def cols_gradient(grad, weight, g=None):
     if taps_first(C, Wo):
         w2 = weight.transpose(0, 2, 3, 1).reshape(O, kh * kw * C)
         if grad.flags.c_contiguous:
-            d = report_temporary(product(w2.T, grad.reshape(N, O, Ho * Wo)))  # (N, kh*kw*C, Ho*Wo)
+            d = working_array(product(w2.T, grad.reshape(N, O, Ho * Wo)))  # (N, kh*kw*C, Ho*Wo)
             return d.reshape(N, kh, kw, C, Ho, Wo).transpose(0, 4, 5, 1, 2, 3)
         g = output_rows(grad) if g is None else g
-        d = report_temporary(product(w2.T, g.T))  # (kh*kw*C, N*Ho*Wo)
+        d = working_array(product(w2.T, g.T))  # (kh*kw*C, N*Ho*Wo)
         return d.reshape(kh, kw, C, N, Ho, Wo).transpose(3, 4, 5, 0, 1, 2)
-    g = report_temporary(output_rows(grad) if g is None else g)
+    g = working_array(output_rows(grad) if g is None else g)
     w_taps = weight.transpose(2, 3, 0, 1).reshape(kh * kw, O, C)
-    d = report_temporary(product(g, w_taps))  # (kh*kw, N*Ho*Wo, C): kh*kw times the input, the backward's largest
+    d = working_array(product(g, w_taps))  # (kh*kw, N*Ho*Wo, C): kh*kw times the input, the backward's largest
     return d.reshape(kh, kw, N, Ho, Wo, C).transpose(2, 3, 4, 0, 1, 5)
 
 
@@ -185,7 +185,7 @@ class FastConv2dFunction(Function):
         N, C, H, W = x.shape
         O, _, kh, kw = weight.shape
         Wo = _windows_out(W + 2 * padding[1], kw, stride[1], dilation[1])
-        padded = report_temporary(pad_input(x, padding, channels_last=not taps_first(C, Wo)))  # x itself if no padding
+        padded = working_array(pad_input(x, padding, channels_last=not taps_first(C, Wo)))  # x itself if no padding
         Ho = _windows_out(padded.shape[2], kh, stride[0], dilation[0])
         cols = im2col(padded, (kh, kw), stride, dilation)  # (N*Ho*Wo, kh*kw*C)
         w2 = weight.transpose(0, 2, 3, 1).reshape(O, kh * kw * C)  # taps ordered (i, j, c) like cols

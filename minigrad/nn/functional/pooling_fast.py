@@ -23,7 +23,7 @@ from minigrad.nn.functional._utils import (
     as_strided, in_memory_format, is_channels_last, pad_images, window_tap, zeros_in_layout,
 )
 from minigrad.tensor import Function, array_module
-from minigrad.tensor.hooks import report_temporary
+from minigrad.tensor.events import working_array
 
 __all__ = ["FastMaxPool2dFunction"]
 
@@ -57,7 +57,7 @@ class FastMaxPool2dFunction(Function):
         padded = pad_images(x, padding, -np.inf)
         xp = array_module(x)
         index_type = np.dtype(np.uint8 if kh * kw <= 256 else np.int64)
-        taps = report_temporary(_gather_taps(padded, kernel_size, stride, out_size))  # one copy; then every step is contiguous
+        taps = working_array(_gather_taps(padded, kernel_size, stride, out_size))  # one copy; then every step is contiguous
         out = taps[0].copy(order="K")  # "K": keep the input's memory layout
         argmax = xp.zeros_like(out, dtype=index_type)  # which tap holds the maximum, per output
         for k in range(1, kh * kw):

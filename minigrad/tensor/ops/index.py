@@ -96,6 +96,23 @@ def _describe_key(key) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
+_ARRAY = object()  # where an index array sits in a key kept for backward
+
+
+def _save_key(ctx, key: tuple) -> tuple:
+    """Keep ``key``'s index arrays with ``save_for_backward``; returns the rest of the key, arrays marked."""
+    arrays = tuple(k for k in key if hasattr(k, "shape"))
+    if arrays:
+        ctx.save_for_backward(*arrays)
+    return tuple(_ARRAY if hasattr(k, "shape") else k for k in key)
+
+
+def _saved_key(ctx) -> tuple:
+    """The key :func:`_save_key` kept, its index arrays put back."""
+    arrays = iter(ctx.saved_tensors if _ARRAY in ctx.key_layout else ())
+    return tuple(next(arrays) if k is _ARRAY else k for k in ctx.key_layout)
+
+
 class _Indexing(Function):
     def explain_error(ctx, exc, args, kwargs):
         x = args[0]
@@ -110,17 +127,19 @@ class _Indexing(Function):
 class GetItem(_Indexing):
     op = "getitem"
     def forward(ctx, a, key, kind):
-        ctx.input_shape, ctx.key, ctx.kind = a.shape, key, kind
+        ctx.input_shape, ctx.kind = a.shape, kind
+        ctx.key_layout = _save_key(ctx, key)
         ctx.is_view = kind == BASIC
         return a[key]
 
     def backward(ctx, grad):
+        key = _saved_key(ctx)
         xp = array_module(grad)
         out = xp.zeros(ctx.input_shape, dtype=grad.dtype)
         if ctx.kind == GATHER:
-            xp.add.at(out, ctx.key, grad)  # an element picked twice gets both gradients
+            xp.add.at(out, key, grad)  # an element picked twice gets both gradients
         else:
-            out[ctx.key] = grad
+            out[key] = grad
         return out, None, None
 
 
@@ -130,20 +149,21 @@ class SetItem(_Indexing):
     op = "setitem"
 
     def forward(ctx, a, value, key, kind):
-        ctx.key, ctx.kind = key, kind
+        ctx.key_layout, ctx.kind = _save_key(ctx, key), kind
         ctx.value_shape = getattr(value, "shape", None)
         out = a.copy()
         out[key] = value
         return out
 
     def backward(ctx, grad):
+        key = _saved_key(ctx)
         need_a, need_v = ctx.needs_input_grad[:2]
         ga = gv = None
         if need_a:
             ga = grad.copy()
-            ga[ctx.key] = 0  # these elements were overwritten: the old values no longer matter
+            ga[key] = 0  # these elements were overwritten: the old values no longer matter
         if need_v:
-            gv = grad_rules.unbroadcast(grad[ctx.key], ctx.value_shape)
+            gv = grad_rules.unbroadcast(grad[key], ctx.value_shape)
         return ga, gv, None, None
 
 
