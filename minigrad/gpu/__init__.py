@@ -96,8 +96,11 @@ from minigrad.gpu.errors import (
     DivergentWarpError,
     KernelError,
     KernelLaunchError,
+    KernelSourceError,
     OutOfBoundsError,
     SharedMemoryRaceError,
+    StepLimitError,
+    UninitializedReadError,
 )
 from minigrad.gpu.simulator.counters import LaunchStats
 
@@ -108,7 +111,10 @@ __all__ = [
     "LaunchStats",
     "KernelError",
     "KernelLaunchError",
+    "KernelSourceError",
     "OutOfBoundsError",
+    "UninitializedReadError",
+    "StepLimitError",
     "DivergentBarrierError",
     "DivergentWarpError",
     "SharedMemoryRaceError",

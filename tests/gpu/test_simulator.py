@@ -218,7 +218,7 @@ def test_lane_ids_follow_the_linear_thread_index_in_2d_blocks():
     @jit.rawkernel()
     def record_lanes(out):
         linear = jit.threadIdx.y * jit.blockDim.x + jit.threadIdx.x
-        out[linear] = jit.laneid() + 100 * (linear // jit.warpsize)
+        out[linear] = jit.laneid() + 100 * (linear // np.uint32(jit.warpsize))  # warpsize is an int32
 
     out = np.zeros(64, np.int64)
     record_lanes[1, (16, 4)](out)

@@ -14,6 +14,11 @@ Warp shuffles (``shfl_down_sync`` and friends, see ``warps.py``) are
 meeting points too: each call becomes a ``yield`` of the request, and the
 scheduler sends the exchanged value back in as the call's result.
 
+Loops get one more statement: the first statement of every ``while`` and
+``for`` body becomes a call of the scheduler's step counter, so a thread
+stuck in an infinite loop or a spin-wait ends with a clear error after the
+step limit (``scheduler.py``) instead of running forever.
+
 Because the rewrite is a source transformation, barriers inside loops and
 ``if`` blocks work as written. A barrier must be a statement of the kernel's
 own body (``jit.syncthreads()`` or ``syncthreads()`` on its own line):
@@ -33,6 +38,7 @@ from minigrad.gpu.errors import KernelError
 
 BARRIER_NAMES = ("syncthreads",)
 SHUFFLE_NAMES = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync")
+STEP_COUNTER = "_minigrad_step"  # the name the step counter has in the rewritten kernel (a closure variable)
 
 
 def syncthreads() -> None:
@@ -65,6 +71,7 @@ class _BarriersToYields(ast.NodeTransformer):
 
     def __init__(self):
         self.barriers = 0
+        self.loops = 0
 
     def visit_Expr(self, node: ast.Expr):
         if _is_barrier_call(node.value):
@@ -82,12 +89,29 @@ class _BarriersToYields(ast.NodeTransformer):
         request = ast.Tuple([ast.Constant(name), *node.args, width, ast.Constant(node.lineno)], ast.Load())
         return ast.copy_location(ast.Yield(request), node)
 
+    def _count_steps(self, node):
+        node = self.generic_visit(node)
+        step = ast.Expr(ast.Call(ast.Name(STEP_COUNTER, ast.Load()), [], []))
+        node.body.insert(0, ast.copy_location(step, node.body[0]))
+        self.loops += 1
+        return node
+
+    visit_While = visit_For = _count_steps
+
     def visit_FunctionDef(self, node):  # nested scopes cannot pause the kernel
         return node
 
     visit_AsyncFunctionDef = visit_FunctionDef
     visit_Lambda = visit_FunctionDef
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_FunctionDef
+
+
+def parsed_source(func) -> ast.FunctionDef | None:
+    """``func``'s ``def`` as an AST with the file's line numbers, or None when Python has no source for it."""
+    try:
+        return _kernel_source(func)[0]
+    except KernelError:
+        return None
 
 
 def _kernel_source(func) -> tuple[ast.FunctionDef, str]:
@@ -106,27 +130,31 @@ def _kernel_source(func) -> tuple[ast.FunctionDef, str]:
     return definition, func.__code__.co_filename
 
 
-def thread_program(func) -> tuple[types.FunctionType, int]:
+def thread_program(func, count_step=None) -> tuple[types.FunctionType, int]:
     """The function the simulator runs per thread, and how many meeting points (barriers, shuffles) it has.
 
-    Without them it is ``func`` itself (each thread is one call). With them
-    it is a generator function equal to ``func`` except that each
-    ``syncthreads()`` yields its line number and each warp shuffle yields its
-    request and receives its result. Globals and closure variables are
-    shared with ``func``.
+    Without them it is ``func`` itself (each thread is one call), or with
+    loops and ``count_step`` a copy whose loops call ``count_step()`` once
+    per iteration. With them it is a generator function equal to ``func``
+    except that each ``syncthreads()`` yields its line number and each warp
+    shuffle yields its request and receives its result. Globals and closure
+    variables are shared with ``func``.
     """
     names = func.__code__.co_names + func.__code__.co_freevars
-    if not any(name in names for name in BARRIER_NAMES + SHUFFLE_NAMES):
-        return func, 0  # nothing to rewrite (and no source needed)
+    meets = any(name in names for name in BARRIER_NAMES + SHUFFLE_NAMES)
+    if not meets and (count_step is None or parsed_source(func) is None):
+        return func, 0  # nothing to rewrite (or no source to rewrite)
     definition, filename = _kernel_source(func)
     rewriter = _BarriersToYields()
+    if count_step is None:
+        rewriter.visit_While = rewriter.visit_For = rewriter.generic_visit
     definition.body = [rewriter.visit(statement) for statement in definition.body]
-    if rewriter.barriers == 0:  # only calls in forms it cannot pause at: the functions themselves explain
+    if rewriter.barriers == 0 and rewriter.loops == 0:  # nothing this rewrite changes: run it as written
         return func, 0
     definition.decorator_list = []
     # Compile the def inside a wrapper that binds the closure variables, so
     # they stay free variables (not globals) in the rewritten function.
-    free = list(func.__code__.co_freevars)
+    free = list(func.__code__.co_freevars) + ([STEP_COUNTER] if rewriter.loops else [])
     wrapper = ast.FunctionDef(
         name="_minigrad_wrapper",
         args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
@@ -145,6 +173,7 @@ def thread_program(func) -> tuple[types.FunctionType, int]:
         c for c in wrapper_code.co_consts if isinstance(c, types.CodeType) and c.co_name == func.__name__
     )
     cells = dict(zip(func.__code__.co_freevars, func.__closure__ or ()))
+    cells[STEP_COUNTER] = types.CellType(count_step)
     closure = tuple(cells[name] for name in kernel_code.co_freevars)
     program = types.FunctionType(kernel_code, func.__globals__, func.__name__, func.__defaults__, closure or None)
     return program, rewriter.barriers

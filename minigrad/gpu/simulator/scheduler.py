@@ -17,6 +17,30 @@ cannot tell). Within a block:
   until every thread of the block has stopped; then each warp exchanges its
   values (``warps.py``) and its threads run on.
 
+A barrier is matched by its source line and how many times the thread has
+reached that line (its dynamic occurrence), so threads in different
+iterations of a loop never pass as one barrier. If a shared-memory race
+happens in a round in which some threads wait at a barrier that others
+skip, the divergent barrier is reported, since it is the cause.
+
+Limits (module constants, documented here, the same for every chapter):
+
+- the **step limit**: a thread may run :data:`STEP_LIMIT` loop iterations
+  (of any of its ``while``/``for`` loops, counted from each time the thread
+  is resumed, so between two barriers) before :class:`StepLimitError` ends
+  the launch: an infinite loop, or a thread spinning on a flag that another
+  thread sets (threads run one at a time here, and a GPU does not promise
+  that a waiting thread lets another run either). 1,000,000 iterations is
+  ten times the longest loop of the library's and chapter 07's kernels;
+  change it for a block of code with ``with step_limit(n): ...``;
+- a launch of more than :data:`WARN_THREADS` threads warns (it takes
+  seconds per million threads), and more than :data:`MAX_THREADS` is refused
+  with the estimated time: shrink the problem or use a grid-stride loop.
+
+One launch runs at a time: a launch from a second Python thread while one
+runs is refused with :class:`KernelLaunchError` (the position of the running
+thread is global state), never interleaved.
+
 Threads are visited in linear order (x fastest, then y, then z), so a racy
 kernel gives one fixed answer here; the race detector still reports the
 race, since a GPU gives no such guarantee.
@@ -38,23 +62,30 @@ So keep simulated problems to thousands or tens of thousands of threads.
 Not simulated: races in *global* memory (only shared memory is checked),
 warps executing in lockstep (warp shuffles are exact meeting points, see
 ``warps.py``, but "warp-synchronous" shared-memory code that relies on
-lockstep without a barrier is reported as a race), and C integer types -
-indices are Python ints (``threadIdx.x`` is an unsigned 32-bit int on a GPU,
-so ``threadIdx.x - 1`` wraps there and is -1 here; both are out of bounds)
-and scalar arguments are passed as given. Array elements keep their NumPy
-dtype. The compile check (:mod:`minigrad.gpu.compile_check`) catches what
+lockstep without a barrier is reported as a race), and C integer types beyond what cupyx.jit gives the built-ins
+(``threadIdx.x`` and friends are ``numpy.uint32``, see ``threads.py``) and
+the arguments: a Python float argument becomes ``numpy.float32`` as in
+cupyx.jit, a Python int stays an int (cupyx.jit makes it an int32 or int64;
+one that fits neither is refused at launch), and a ``range`` loop counter
+is a Python int. Array elements keep their NumPy dtype. The compile check (:mod:`minigrad.gpu.compile_check`) catches what
 cupyx.jit's typing refuses.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import threading
 import time
 import traceback
+import warnings
 
 import numpy as np
 
-from minigrad.gpu.errors import DivergentBarrierError, KernelError, where
+from minigrad.gpu.errors import (
+    DivergentBarrierError, KernelError, KernelLaunchError, SharedMemoryRaceError, StepLimitError, where,
+)
 from minigrad.gpu.simulator.counters import LaunchStats
 from minigrad.gpu.simulator.arrays import BlockMemory, GlobalArray
 from minigrad.gpu.simulator.threads import CURRENT
@@ -65,6 +96,41 @@ _INTERNALS = {  # the simulator's own files, whose frames a learner's traceback 
     os.path.join(_HERE, name) for name in os.listdir(_HERE) if name.endswith(".py")
 }
 _last_stats: LaunchStats | None = None
+_RUNNING = threading.Lock()  # held while a launch runs: the position in threads.CURRENT is global
+_OWNER: list = [None]  # the Python thread that holds it
+STEP_LIMIT = 1_000_000  # loop iterations a thread may run between two barriers (see the module docstring)
+WARN_THREADS = 2**22  # a launch of more threads warns: about 2 us per thread and access on this CPU
+MAX_THREADS = 2**26  # a launch of more threads is refused (minutes to hours)
+SECONDS_PER_THREAD = 2e-6
+
+
+@contextlib.contextmanager
+def step_limit(steps: int):
+    """Run the enclosed launches with a step limit of ``steps`` loop iterations per thread between barriers."""
+    global STEP_LIMIT
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        raise ValueError(f"step_limit: the number of loop iterations is a positive int, got {steps!r}")
+    previous, STEP_LIMIT = STEP_LIMIT, steps
+    try:
+        yield
+    finally:
+        STEP_LIMIT = previous
+
+
+def count_step() -> None:
+    """One loop iteration of the running thread (the rewritten kernel calls this first in every loop body)."""
+    CURRENT.steps += 1
+    if CURRENT.steps > STEP_LIMIT:
+        line = sys._getframe(1).f_lineno
+        raise StepLimitError(
+            f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: ran {STEP_LIMIT:,} loop "
+            f"iterations without reaching a barrier or the end of the kernel (the loop at line {line}): an "
+            f"infinite loop, or a spin-wait on a value another thread sets. The simulator runs one thread at a "
+            f"time between barriers, and a GPU does not promise that another thread runs while one waits "
+            f"either: check the loop's condition and increment, and hand values between threads with "
+            f"syncthreads(). If the loop really is this long, raise the limit: with "
+            f"minigrad.gpu.simulator.scheduler.step_limit(n): ..."
+        )
 
 
 def last_launch_stats() -> LaunchStats | None:
@@ -80,6 +146,13 @@ def forget_last_stats() -> None:
 
 def refuse_nested_launch(name: str) -> None:
     """A kernel cannot launch another (no dynamic parallelism here); the simulator runs one launch at a time."""
+    owner = _OWNER[0]
+    if CURRENT.kernel is not None and owner is not None and owner != threading.get_ident():
+        raise KernelLaunchError(
+            f"kernel '{name}' was launched from a second Python thread while kernel '{CURRENT.kernel}' runs on "
+            f"the simulator; the simulator runs one launch at a time: launch from one thread, or wait for "
+            f"the other launch to return"
+        )
     if CURRENT.kernel is not None:
         raise KernelError(
             f"kernel '{name}' was launched while kernel '{CURRENT.kernel}' is running on the simulator; "
@@ -92,12 +165,47 @@ def simulate(name: str, program, barriers: int, parameters, grid, block, args, s
     global _last_stats
     refuse_nested_launch(name)
     _last_stats = None  # a failed launch leaves no counters behind
+    _check_size(name, grid, block)
+    if not _RUNNING.acquire(blocking=False):
+        refuse_nested_launch(name)
+        raise KernelLaunchError(f"kernel '{name}': another launch is starting on the simulator; launch from one thread")
+    _OWNER[0] = threading.get_ident()
+    try:
+        with np.errstate(over="ignore"):  # uint32 indices wrap as on a GPU, silently
+            stats = _simulate(name, program, barriers, parameters, grid, block, args, shared_mem)
+    finally:
+        _OWNER[0] = None
+        _RUNNING.release()
+    _last_stats = stats
+    return stats
+
+
+def _check_size(name, grid, block) -> None:
+    count = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
+    estimate = count * SECONDS_PER_THREAD
+    if count > MAX_THREADS:
+        raise KernelLaunchError(
+            f"kernel '{name}': a grid of {grid} blocks of {block} is {count:,} threads; the simulator runs "
+            f"every thread on the CPU (at least ~{estimate / 60:,.0f} minutes here) and refuses more than "
+            f"{MAX_THREADS:,}: simulate a smaller problem, or use a grid-stride loop with fewer blocks"
+        )
+    if count > WARN_THREADS:
+        warnings.warn(
+            f"kernel '{name}': simulating {count:,} threads will take at least ~{estimate:,.0f} s on the CPU; "
+            f"a smaller problem tests the kernel as well", stacklevel=4,
+        )
+
+
+def _simulate(name, program, barriers, parameters, grid, block, args, shared_mem) -> LaunchStats:
     stats = LaunchStats(kernel=name, grid=grid, block=block)
     args = tuple(
-        GlobalArray(value, parameter, stats) if isinstance(value, np.ndarray) else value
+        GlobalArray(value, parameter, stats) if isinstance(value, np.ndarray)
+        else np.float32(value) if type(value) is float else np.complex64(value) if type(value) is complex
+        else value  # cupyx.jit types a Python float as float32 (and complex as complex64)
         for parameter, value in zip(parameters, args)
     )
     threads = [(x, y, z) for z in range(block[2]) for y in range(block[1]) for x in range(block[0])]
+    threads = (threads, [tuple(np.uint32(v) for v in t) for t in threads])
     run_block = _run_block_with_barriers if barriers else _run_block
     started = time.perf_counter()
     CURRENT.begin_launch(name, grid, block, stats)
@@ -109,7 +217,7 @@ def simulate(name: str, program, barriers: int, parameters, grid, block, args, s
                     CURRENT.enter_block((bx, by, bz), memory)
                     run_block(program, args, threads, stats, memory)
                     stats.blocks += 1
-                    stats.threads_launched += len(threads)
+                    stats.threads_launched += len(threads[0])
     except KernelError as error:
         raise error.with_traceback(_ending_in_kernel(error.__traceback__, program)) from None
     except Exception as error:
@@ -118,51 +226,67 @@ def simulate(name: str, program, barriers: int, parameters, grid, block, args, s
     finally:
         CURRENT.end_launch()
     stats.seconds = time.perf_counter() - started
-    _last_stats = stats
     return stats
 
 
 def _run_block(program, args, threads, stats, memory) -> None:
     enter = CURRENT.enter_thread
-    for linear, thread in enumerate(threads):
-        enter(thread, linear)
+    for linear, (thread, registers) in enumerate(zip(*threads)):
+        enter(thread, linear, registers)
         program(*args)
 
 
 def _run_block_with_barriers(program, args, threads, stats, memory) -> None:
     enter = CURRENT.enter_thread
+    threads, registers = threads
     paused = []
     for linear, thread in enumerate(threads):
-        enter(thread, linear)
+        enter(thread, linear, registers[linear])
         paused.append(program(*args))
     waiting = range(len(threads))
+    visits = [{} for _ in threads]  # per thread: barrier line -> times reached
     while True:
-        arrived: dict[int, int] = {}  # thread -> line of the syncthreads() it waits at
+        arrived: dict[int, tuple] = {}  # thread -> (line of the syncthreads() it waits at, occurrence)
         finished: list[int] = []
+        race = None  # a race in this round: reported unless the round's barrier is divergent
         # Run every waiting thread to its next barrier or its end. A thread that stops at a warp
         # shuffle instead gets its value once all threads have stopped, and runs on.
         running, results = waiting, {}
         while running:
             shuffles = {}
             for linear in running:
-                enter(threads[linear], linear)
+                enter(threads[linear], linear, registers[linear])
                 try:
                     stop = paused[linear].send(results.get(linear))
                 except StopIteration:
                     finished.append(linear)
                     continue
+                except SharedMemoryRaceError as error:
+                    race = race or error
+                    continue
                 if type(stop) is int:
-                    arrived[linear] = stop
+                    seen = visits[linear]
+                    seen[stop] = seen.get(stop, 0) + 1
+                    arrived[linear] = (stop, seen[stop])
                 else:
                     shuffles[linear] = stop
             if not shuffles:
                 break
-            results = exchange(shuffles, _whereabouts(arrived, finished), threads, stats)
+            try:
+                results = exchange(shuffles, _whereabouts(arrived, finished), threads, stats)
+            except KernelError:
+                if race is not None:
+                    raise race from None
+                raise
             running = list(shuffles)
+        divergent = arrived and (finished or len(set(arrived.values())) > 1)
+        if divergent:
+            note = f" A shared-memory race followed from it: {race}" if race is not None else ""
+            raise DivergentBarrierError(_divergence_message(arrived, finished, threads) + note)
+        if race is not None:
+            raise race
         if not arrived:
             return
-        if finished or len(set(arrived.values())) > 1:
-            raise DivergentBarrierError(_divergence_message(arrived, finished, threads))
         stats.barriers += 1
         memory.barrier()
         waiting = list(arrived)
@@ -174,7 +298,7 @@ def _whereabouts(arrived: dict, finished: list):
 
     def describe(linear: int) -> str:
         if linear in arrived:
-            return f"waits at syncthreads() on line {arrived[linear]}"
+            return f"waits at syncthreads() on line {arrived[linear][0]}"
         return "finished the kernel" if linear in done else "is at another shuffle"
 
     return describe
@@ -187,10 +311,15 @@ def _some(threads: list) -> str:
 
 
 def _divergence_message(arrived: dict, finished: list, threads: list) -> str:
-    groups: dict[int, list] = {}
-    for linear, line in arrived.items():
-        groups.setdefault(line, []).append(threads[linear])
-    parts = [f"{_some(members)} wait at syncthreads() on line {line}" for line, members in sorted(groups.items())]
+    groups: dict[tuple, list] = {}
+    for linear, place in arrived.items():
+        groups.setdefault(place, []).append(threads[linear])
+    lines = {line for line, _ in groups}
+    parts = [
+        f"{_some(members)} wait at syncthreads() on line {line}"
+        + (f" (reached for the {_ordinal(times)} time)" if len(lines) < len(groups) else "")
+        for (line, times), members in sorted(groups.items())
+    ]
     if finished:
         parts.append(f"{_some([threads[i] for i in finished])} finished the kernel without reaching it")
     return (
@@ -199,6 +328,10 @@ def _divergence_message(arrived: dict, finished: list, threads: list) -> str:
         "computes garbage). Move the barrier out of the if-block or loop that only some threads enter, "
         "and let threads skip work instead of returning early."
     )
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def _ending_in_kernel(traceback_, program):
