@@ -86,6 +86,7 @@ import numpy as np
 from minigrad.gpu.errors import (
     DivergentBarrierError, KernelError, KernelLaunchError, SharedMemoryRaceError, StepLimitError, where,
 )
+from minigrad.gpu.simulator import poison
 from minigrad.gpu.simulator.counters import LaunchStats
 from minigrad.gpu.simulator.arrays import BlockMemory, GlobalArray
 from minigrad.gpu.simulator.threads import CURRENT
@@ -209,6 +210,7 @@ def _simulate(name, program, barriers, parameters, grid, block, args, shared_mem
     run_block = _run_block_with_barriers if barriers else _run_block
     started = time.perf_counter()
     CURRENT.begin_launch(name, grid, block, stats)
+    poison.forget()
     try:
         for bz in range(grid[2]):
             for by in range(grid[1]):
@@ -216,6 +218,7 @@ def _simulate(name, program, barriers, parameters, grid, block, args, shared_mem
                     memory = BlockMemory(stats, shared_mem)
                     CURRENT.enter_block((bx, by, bz), memory)
                     run_block(program, args, threads, stats, memory)
+                    poison.report()  # garbage from unwritten shared memory reached global memory
                     stats.blocks += 1
                     stats.threads_launched += len(threads[0])
     except KernelError as error:
@@ -225,6 +228,7 @@ def _simulate(name, program, barriers, parameters, grid, block, args, shared_mem
         raise _located(error, program) from error
     finally:
         CURRENT.end_launch()
+        poison.forget()
     stats.seconds = time.perf_counter() - started
     return stats
 
