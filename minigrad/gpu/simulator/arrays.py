@@ -123,6 +123,18 @@ class GlobalArray:
     def _describe(self) -> str:
         return f"global array '{self.name}' ({self.dtype}{list(self.shape)})"
 
+    def _not_a_number(self, *_):
+        element = "x[()]" if self.ndim == 0 else "x[i]"
+        raise KernelError(
+            f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: the {self._describe()} is used as "
+            f"a number (line {_kernel_line()}); a kernel reads one element at a time: "
+            f"{element.replace('x', self.name)}"
+        )
+
+    __float__ = __int__ = __index__ = __bool__ = __complex__ = _not_a_number
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _not_a_number
+    __lt__ = __le__ = __gt__ = __ge__ = __neg__ = _not_a_number
+
     def _checked(self, index, access: str):
         if type(index) is _U32 and index < self._length:
             return int(index)

@@ -4,10 +4,13 @@ A barrier means "stop here until every thread of the block is here too".
 The simulator runs a block's threads one at a time, so each thread must be
 able to *pause* at a barrier and be resumed later. Python generators do
 exactly that: this module rewrites the kernel's source so every
-``syncthreads()`` statement becomes ``yield <line number>``, which makes the
-kernel a generator function. Calling it gives one paused thread; ``next()``
-runs that thread up to its next barrier (the yielded line says which one) or
-to its end (``StopIteration``). The scheduler in ``scheduler.py`` does the
+``syncthreads()`` statement becomes ``yield (line, iterations)``, which makes
+the kernel a generator function; ``iterations`` are the thread's iteration
+numbers of the loops around the barrier (a counter the rewrite adds to each
+such loop), so a thread in iteration 2 of a loop never meets one in
+iteration 1 at "the same" barrier. Calling it gives one paused thread;
+``next()`` runs that thread up to its next barrier or to its end
+(``StopIteration``). The scheduler in ``scheduler.py`` does the
 rest.
 
 Warp shuffles (``shfl_down_sync`` and friends, see ``warps.py``) are
@@ -66,17 +69,22 @@ def _is_barrier_call(node: ast.AST) -> bool:
 
 
 class _BarriersToYields(ast.NodeTransformer):
-    """Replace each ``syncthreads()`` statement by ``yield <line>`` and each warp shuffle call by
-    ``(yield (name, mask, value, val_id, width, line))``; leave nested scopes alone."""
+    """Replace each ``syncthreads()`` statement by ``yield (line, iterations)`` and each warp shuffle call by
+    ``(yield (name, mask, value, val_id, width, line))``; count loop iterations (every loop calls the step
+    counter if ``count_steps``, a loop around a barrier also numbers its iterations); leave nested scopes alone."""
 
-    def __init__(self):
+    def __init__(self, count_steps: bool):
         self.barriers = 0
         self.loops = 0
+        self.count_steps = count_steps
+        self.enclosing: list[str] = []  # the iteration counters of the loops around the node being visited
 
     def visit_Expr(self, node: ast.Expr):
         if _is_barrier_call(node.value):
             self.barriers += 1
-            return ast.copy_location(ast.Expr(ast.Yield(ast.Constant(node.lineno))), node)
+            iterations = ast.Tuple([ast.Name(name, ast.Load()) for name in self.enclosing], ast.Load())
+            request = ast.Tuple([ast.Constant(node.lineno), iterations], ast.Load())
+            return ast.copy_location(ast.Expr(ast.Yield(request)), node)
         return self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call):
@@ -90,10 +98,22 @@ class _BarriersToYields(ast.NodeTransformer):
         return ast.copy_location(ast.Yield(request), node)
 
     def _count_steps(self, node):
+        around_barrier = any(isinstance(n, ast.Expr) and _is_barrier_call(n.value) for n in ast.walk(node))
+        counter = f"_minigrad_iteration_{node.lineno}_{node.col_offset}"
+        if around_barrier:
+            self.enclosing.append(counter)
         node = self.generic_visit(node)
-        step = ast.Expr(ast.Call(ast.Name(STEP_COUNTER, ast.Load()), [], []))
-        node.body.insert(0, ast.copy_location(step, node.body[0]))
-        self.loops += 1
+        first = node.body[0]
+        if around_barrier:
+            self.enclosing.pop()
+            step = ast.AugAssign(ast.Name(counter, ast.Store()), ast.Add(), ast.Constant(1))
+            node.body.insert(0, ast.copy_location(step, first))
+        if self.count_steps:
+            node.body.insert(0, ast.copy_location(ast.Expr(ast.Call(ast.Name(STEP_COUNTER, ast.Load()), [], [])), first))
+            self.loops += 1
+        if around_barrier:
+            start = ast.copy_location(ast.Assign([ast.Name(counter, ast.Store())], ast.Constant(0)), node)
+            return [start, node]
         return node
 
     visit_While = visit_For = _count_steps
@@ -145,10 +165,12 @@ def thread_program(func, count_step=None) -> tuple[types.FunctionType, int]:
     if not meets and (count_step is None or parsed_source(func) is None):
         return func, 0  # nothing to rewrite (or no source to rewrite)
     definition, filename = _kernel_source(func)
-    rewriter = _BarriersToYields()
-    if count_step is None:
-        rewriter.visit_While = rewriter.visit_For = rewriter.generic_visit
-    definition.body = [rewriter.visit(statement) for statement in definition.body]
+    rewriter = _BarriersToYields(count_steps=count_step is not None)
+    body = []
+    for statement in definition.body:
+        rewritten = rewriter.visit(statement)
+        body.extend(rewritten if isinstance(rewritten, list) else [rewritten])
+    definition.body = body
     if rewriter.barriers == 0 and rewriter.loops == 0:  # nothing this rewrite changes: run it as written
         return func, 0
     definition.decorator_list = []

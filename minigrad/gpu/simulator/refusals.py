@@ -84,7 +84,6 @@ class _Checker(ast.NodeVisitor):
         self.types = dict(types_)  # variable -> U32 / S32 / S64 / CONST (absent: unknown)
         self.element_types: dict = {}
         self.context, self.seen = context, seen
-        self.depth = 0  # 0: the function's top level
 
     # ---------------------------------------------------------------- names
     def resolve(self, node):
@@ -159,21 +158,13 @@ class _Checker(ast.NodeVisitor):
                     "loop over indices: `for j in range(n):` and read x[j]")
         if isinstance(node.target, ast.Name) and node.iter.args:
             stop = node.iter.args[0] if len(node.iter.args) == 1 else node.iter.args[1]
-            self._assign(node.target.id, self.type_of(stop), node, loop=True)
-        self._nested(node)
+            self._assign(node.target.id, self.type_of(stop), node)
+        self.generic_visit(node)
 
     def visit_While(self, node):
         if node.orelse:
             _refuse(self.kernel, node, "while ... else", "while-else is not supported", "drop the else block")
-        self._nested(node)
-
-    def visit_If(self, node):
-        self._nested(node)
-
-    def _nested(self, node):
-        self.depth += 1
         self.generic_visit(node)
-        self.depth -= 1
 
     def visit_Assign(self, node):
         if len(node.targets) != 1:
@@ -181,14 +172,6 @@ class _Checker(ast.NodeVisitor):
                     "assign each variable on its own line")
         target = node.targets[0]
         value = self.type_of(node.value)
-        constant = node.value.operand if isinstance(node.value, ast.UnaryOp) else node.value
-        if self.depth and isinstance(target, ast.Name) and isinstance(constant, ast.Constant) and isinstance(
-            constant.value, (int, float)
-        ):
-            _refuse(self.kernel, node, f"assigning the plain constant {ast.unparse(node.value)} to '{target.id}' "
-                    "inside an if-block or loop", "cannot assign constant value not at top-level",
-                    f"give it a type: {target.id} = numpy.float32({ast.unparse(node.value)}) (or numpy.int32, "
-                    "numpy.uint32)")
         if isinstance(target, ast.Name):
             self._assign(target.id, value, node)
         elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Call) and value == U32:
@@ -274,7 +257,7 @@ class _Checker(ast.NodeVisitor):
                     "functions (@jit.rawkernel(device=True))")
 
     # ---------------------------------------------------------------- integer types
-    def _assign(self, name, value, node, loop=False):
+    def _assign(self, name, value, node):
         known = self.types.get(name)
         value = S32 if value in (CONST, "negative") else value  # a variable set from an int constant is an int32
         if known is None and name not in self.types:

@@ -250,7 +250,7 @@ def _run_block_with_barriers(program, args, threads, stats, memory) -> None:
     waiting = range(len(threads))
     visits = [{} for _ in threads]  # per thread: barrier line -> times reached
     while True:
-        arrived: dict[int, tuple] = {}  # thread -> (line of the syncthreads() it waits at, occurrence)
+        arrived: dict[int, tuple] = {}  # thread -> (line of its syncthreads(), loop iterations, occurrence)
         finished: list[int] = []
         race = None  # a race in this round: reported unless the round's barrier is divergent
         # Run every waiting thread to its next barrier or its end. A thread that stops at a warp
@@ -268,10 +268,10 @@ def _run_block_with_barriers(program, args, threads, stats, memory) -> None:
                 except SharedMemoryRaceError as error:
                     race = race or error
                     continue
-                if type(stop) is int:
+                if len(stop) == 2:  # a barrier: (line, iteration numbers of the loops around it)
                     seen = visits[linear]
                     seen[stop] = seen.get(stop, 0) + 1
-                    arrived[linear] = (stop, seen[stop])
+                    arrived[linear] = (*stop, seen[stop])
                 else:
                     shuffles[linear] = stop
             if not shuffles:
@@ -318,11 +318,10 @@ def _divergence_message(arrived: dict, finished: list, threads: list) -> str:
     groups: dict[tuple, list] = {}
     for linear, place in arrived.items():
         groups.setdefault(place, []).append(threads[linear])
-    lines = {line for line, _ in groups}
+    lines = {line for line, _, _ in groups}
     parts = [
-        f"{_some(members)} wait at syncthreads() on line {line}"
-        + (f" (reached for the {_ordinal(times)} time)" if len(lines) < len(groups) else "")
-        for (line, times), members in sorted(groups.items())
+        f"{_some(members)} wait at syncthreads() on line {line}" + (_when(iterations, times) if len(lines) < len(groups) else "")
+        for (line, iterations, times), members in sorted(groups.items())
     ]
     if finished:
         parts.append(f"{_some([threads[i] for i in finished])} finished the kernel without reaching it")
@@ -332,6 +331,13 @@ def _divergence_message(arrived: dict, finished: list, threads: list) -> str:
         "computes garbage). Move the barrier out of the if-block or loop that only some threads enter, "
         "and let threads skip work instead of returning early."
     )
+
+
+def _when(iterations: tuple, times: int) -> str:
+    if iterations:
+        shown = ", ".join(_ordinal(i) for i in iterations)
+        return f" in the {shown} iteration of {'its loop' if len(iterations) == 1 else 'its loops'}"
+    return f" (reached for the {_ordinal(times)} time)"
 
 
 def _ordinal(n: int) -> str:
