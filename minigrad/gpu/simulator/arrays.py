@@ -113,7 +113,12 @@ class GlobalArray:
         if type(index) is not int or not 0 <= index < self._length:
             index = self._checked(index, "write")
         self._stats.global_store_bytes += self._itemsize
-        self._data[index] = value
+        try:
+            self._data[index] = value
+        except (TypeError, ValueError):
+            if type(value) is GlobalArray:  # out[i] = x with x an array: say so, not NumPy's "sequence"
+                value._not_a_number()
+            raise
 
     def _atomic_add(self, index, value):
         old = self._data[index]

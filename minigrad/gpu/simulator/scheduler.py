@@ -83,10 +83,8 @@ import warnings
 
 import numpy as np
 
-from minigrad.gpu.errors import (
-    DivergentBarrierError, KernelError, KernelLaunchError, SharedMemoryRaceError, StepLimitError, where,
-)
-from minigrad.gpu.simulator import poison
+from minigrad.gpu.errors import DivergentBarrierError, KernelError, KernelLaunchError, StepLimitError, where
+from minigrad.gpu.simulator import poison, races
 from minigrad.gpu.simulator.counters import LaunchStats
 from minigrad.gpu.simulator.arrays import BlockMemory, GlobalArray
 from minigrad.gpu.simulator.threads import CURRENT
@@ -247,12 +245,25 @@ def _run_block_with_barriers(program, args, threads, stats, memory) -> None:
     for linear, thread in enumerate(threads):
         enter(thread, linear, registers[linear])
         paused.append(program(*args))
+    races.defer(True)  # a race is reported at the round's end, unless the round's barrier is divergent
+    try:
+        _rounds(program, args, threads, registers, paused, stats, memory)
+    except Exception:
+        race = races.take()
+        if race is not None:  # a racy value led to this error: the race is the cause
+            raise race from None
+        raise
+    finally:
+        races.defer(False)
+
+
+def _rounds(program, args, threads, registers, paused, stats, memory) -> None:
+    enter = CURRENT.enter_thread
     waiting = range(len(threads))
-    visits = [{} for _ in threads]  # per thread: barrier line -> times reached
+    visits = [{} for _ in threads]  # per thread: (barrier line, loop iterations) -> times reached
     while True:
         arrived: dict[int, tuple] = {}  # thread -> (line of its syncthreads(), loop iterations, occurrence)
         finished: list[int] = []
-        race = None  # a race in this round: reported unless the round's barrier is divergent
         # Run every waiting thread to its next barrier or its end. A thread that stops at a warp
         # shuffle instead gets its value once all threads have stopped, and runs on.
         running, results = waiting, {}
@@ -265,9 +276,6 @@ def _run_block_with_barriers(program, args, threads, stats, memory) -> None:
                 except StopIteration:
                     finished.append(linear)
                     continue
-                except SharedMemoryRaceError as error:
-                    race = race or error
-                    continue
                 if len(stop) == 2:  # a barrier: (line, iteration numbers of the loops around it)
                     seen = visits[linear]
                     seen[stop] = seen.get(stop, 0) + 1
@@ -276,13 +284,9 @@ def _run_block_with_barriers(program, args, threads, stats, memory) -> None:
                     shuffles[linear] = stop
             if not shuffles:
                 break
-            try:
-                results = exchange(shuffles, _whereabouts(arrived, finished), threads, stats)
-            except KernelError:
-                if race is not None:
-                    raise race from None
-                raise
+            results = exchange(shuffles, _whereabouts(arrived, finished), threads, stats)
             running = list(shuffles)
+        race = races.take()
         divergent = arrived and (finished or len(set(arrived.values())) > 1)
         if divergent:
             note = f" A shared-memory race followed from it: {race}" if race is not None else ""

@@ -140,12 +140,12 @@ def _exchange_group(warp, mask, lanes, elsewhere, threads, stats, by_group) -> d
     for lane, (_, _, value, val_id, _, _) in lanes.items():
         offset = _as_int(val_id)
         if offset is None or kind in ("shfl_up_sync", "shfl_down_sync") and not 0 <= offset <= FULL_MASK:
+            fix = ("use shfl_down_sync with a positive offset to read a higher lane" if kind == "shfl_up_sync"
+                   else "use shfl_up_sync with a positive offset to read a lower lane")
+            what = "an integer" if offset is None else f"an unsigned int (0 or more); {fix}"
             raise KernelError(
-                f"{where(CURRENT.kernel, CURRENT.block_idx, threads[first + lane])}: {kind} on line {line}: "
-                f"the offset (delta) is an unsigned int, got {_shown(val_id)}; "
-                + ("use shfl_down_sync with a positive offset to read a higher lane"
-                   if kind == "shfl_up_sync" else "use shfl_up_sync with a positive offset to read a lower lane")
-                if offset is not None else f"the lane argument must be an integer, got {_shown(val_id)}"
+                f"{where(CURRENT.kernel, CURRENT.block_idx, threads[first + lane])}: {kind} on line {line}: its "
+                f"third argument (the lane offset) must be {what}, got {_shown(val_id)}"
             )
         source = _source_lane(kind, lane, offset, width)
         if source is None:
