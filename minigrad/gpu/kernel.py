@@ -26,6 +26,7 @@ from minigrad.gpu import cupy_kernel as _cupy_kernel
 from minigrad.gpu import launch as _launch
 from minigrad.gpu.dialect import DeviceFunction
 from minigrad.gpu.errors import KernelLaunchError
+from minigrad.gpu.simulator import limits as _limits
 from minigrad.gpu.simulator import refusals as _refusals
 from minigrad.gpu.simulator import scheduler as _scheduler
 from minigrad.gpu.simulator.barriers import parsed_source, thread_program
@@ -87,7 +88,7 @@ class RawKernel:
     def simulator_program(self):
         """The per-thread function the simulator runs, and its number of barrier statements."""
         if self._program is None:
-            self._program = thread_program(self.func, _scheduler.count_step)
+            self._program = thread_program(self.func, _limits.count_step)
         return self._program
 
     def cupy_kernel(self):

@@ -40,7 +40,7 @@ from minigrad.gpu import (
     jit,
 )
 from minigrad.gpu.kernels import scaled_add
-from minigrad.gpu.simulator import scheduler
+from minigrad.gpu.simulator import limits, scheduler
 
 f32, i32 = np.float32, np.int32
 FULL = 0xFFFFFFFF
@@ -518,7 +518,7 @@ def launch(kernel, grid, block, *args, **kwargs):
 
 def with_limit(steps, run):
     def limited():
-        with scheduler.step_limit(steps):
+        with limits.step_limit(steps):
             return run()
 
     return limited
@@ -566,14 +566,14 @@ def _second_thread_launch():
 
 
 def _large_grid_warns(monkeypatch_value=64):
-    previous = scheduler.WARN_THREADS
-    scheduler.WARN_THREADS = monkeypatch_value
+    previous = limits.WARN_THREADS
+    limits.WARN_THREADS = monkeypatch_value
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             scale[4, 32](np.ones(128, f32), zeros(128), 128)
     finally:
-        scheduler.WARN_THREADS = previous
+        limits.WARN_THREADS = previous
     return [str(w.message) for w in caught]
 
 

@@ -23,19 +23,21 @@ iterations of a loop never pass as one barrier. If a shared-memory race
 happens in a round in which some threads wait at a barrier that others
 skip, the divergent barrier is reported, since it is the cause.
 
-Limits (module constants, documented here, the same for every chapter):
+Limits (``limits.py``, the same for every chapter):
 
-- the **step limit**: a thread may run :data:`STEP_LIMIT` loop iterations
-  (of any of its ``while``/``for`` loops, counted from each time the thread
-  is resumed, so between two barriers) before :class:`StepLimitError` ends
-  the launch: an infinite loop, or a thread spinning on a flag that another
-  thread sets (threads run one at a time here, and a GPU does not promise
-  that a waiting thread lets another run either). 1,000,000 iterations is
-  ten times the longest loop of the library's and chapter 07's kernels;
-  change it for a block of code with ``with step_limit(n): ...``;
-- a launch of more than :data:`WARN_THREADS` threads warns (it takes
-  seconds per million threads), and more than :data:`MAX_THREADS` is refused
-  with the estimated time: shrink the problem or use a grid-stride loop.
+- the **step limit**: a thread may run ``limits.STEP_LIMIT`` = 1,000,000
+  loop iterations (of any of its ``while``/``for`` loops, counted from each
+  time the thread is resumed, so between two barriers) before
+  :class:`StepLimitError` ends the launch: an infinite loop, or a thread
+  spinning on a flag that another thread sets (threads run one at a time
+  here, and a GPU does not promise that a waiting thread lets another run
+  either). That is ten times the longest loop of the library's and chapter
+  07's kernels; change it for a block of code with
+  ``with minigrad.gpu.simulator.limits.step_limit(n): ...``;
+- a launch of more than ``limits.WARN_THREADS`` (4,194,304) threads warns
+  (it takes seconds per million threads), and more than
+  ``limits.MAX_THREADS`` (67,108,864) is refused with the estimated time:
+  shrink the problem or use a grid-stride loop.
 
 One launch runs at a time: a launch from a second Python thread while one
 runs is refused with :class:`KernelLaunchError` (the position of the running
@@ -73,18 +75,15 @@ cupyx.jit's typing refuses.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
 import threading
 import time
 import traceback
-import warnings
 
 import numpy as np
 
-from minigrad.gpu.errors import DivergentBarrierError, KernelError, KernelLaunchError, StepLimitError, where
-from minigrad.gpu.simulator import poison, races
+from minigrad.gpu.errors import DivergentBarrierError, KernelError, KernelLaunchError, where
+from minigrad.gpu.simulator import limits, poison, races
 from minigrad.gpu.simulator.counters import LaunchStats
 from minigrad.gpu.simulator.arrays import BlockMemory, GlobalArray
 from minigrad.gpu.simulator.threads import CURRENT
@@ -97,41 +96,6 @@ _INTERNALS = {  # the simulator's own files, whose frames a learner's traceback 
 _last_stats: LaunchStats | None = None
 _RUNNING = threading.Lock()  # held while a launch runs: the position in threads.CURRENT is global
 _OWNER: list = [None]  # the Python thread that holds it
-STEP_LIMIT = 1_000_000  # loop iterations a thread may run between two barriers (see the module docstring)
-WARN_THREADS = 2**22  # a launch of more threads warns: about 2 us per thread and access on this CPU
-MAX_THREADS = 2**26  # a launch of more threads is refused (minutes to hours)
-SECONDS_PER_THREAD = 2e-6
-
-
-@contextlib.contextmanager
-def step_limit(steps: int):
-    """Run the enclosed launches with a step limit of ``steps`` loop iterations per thread between barriers."""
-    global STEP_LIMIT
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
-        raise ValueError(f"step_limit: the number of loop iterations is a positive int, got {steps!r}")
-    previous, STEP_LIMIT = STEP_LIMIT, steps
-    try:
-        yield
-    finally:
-        STEP_LIMIT = previous
-
-
-def count_step() -> None:
-    """One loop iteration of the running thread (the rewritten kernel calls this first in every loop body)."""
-    CURRENT.steps += 1
-    if CURRENT.steps > STEP_LIMIT:
-        line = sys._getframe(1).f_lineno
-        raise StepLimitError(
-            f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: ran {STEP_LIMIT:,} loop "
-            f"iterations without reaching a barrier or the end of the kernel (the loop at line {line}): an "
-            f"infinite loop, or a spin-wait on a value another thread sets. The simulator runs one thread at a "
-            f"time between barriers, and a GPU does not promise that another thread runs while one waits "
-            f"either: check the loop's condition and increment, and hand values between threads with "
-            f"syncthreads(). If the loop really is this long, raise the limit: with "
-            f"minigrad.gpu.simulator.scheduler.step_limit(n): ..."
-        )
-
-
 def last_launch_stats() -> LaunchStats | None:
     """The counters of the most recent simulated launch (None before any, or after a launch on a GPU)."""
     return _last_stats
@@ -164,7 +128,7 @@ def simulate(name: str, program, barriers: int, parameters, grid, block, args, s
     global _last_stats
     refuse_nested_launch(name)
     _last_stats = None  # a failed launch leaves no counters behind
-    _check_size(name, grid, block)
+    limits.check_size(name, grid, block)
     if not _RUNNING.acquire(blocking=False):
         refuse_nested_launch(name)
         raise KernelLaunchError(f"kernel '{name}': another launch is starting on the simulator; launch from one thread")
@@ -177,22 +141,6 @@ def simulate(name: str, program, barriers: int, parameters, grid, block, args, s
         _RUNNING.release()
     _last_stats = stats
     return stats
-
-
-def _check_size(name, grid, block) -> None:
-    count = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
-    estimate = count * SECONDS_PER_THREAD
-    if count > MAX_THREADS:
-        raise KernelLaunchError(
-            f"kernel '{name}': a grid of {grid} blocks of {block} is {count:,} threads; the simulator runs "
-            f"every thread on the CPU (at least ~{estimate / 60:,.0f} minutes here) and refuses more than "
-            f"{MAX_THREADS:,}: simulate a smaller problem, or use a grid-stride loop with fewer blocks"
-        )
-    if count > WARN_THREADS:
-        warnings.warn(
-            f"kernel '{name}': simulating {count:,} threads will take at least ~{estimate:,.0f} s on the CPU; "
-            f"a smaller problem tests the kernel as well", stacklevel=4,
-        )
 
 
 def _simulate(name, program, barriers, parameters, grid, block, args, shared_mem) -> LaunchStats:
