@@ -38,9 +38,9 @@ Imports point one way, down this list: ``device/``, ``kernels/``,
 Reading order
 -------------
 The names a kernel is written with, the library's kernels in the order
-chapter 07 teaches them, then how a kernel runs on the CPU (2,519 lines in all):
+chapter 07 teaches them, then how a kernel runs on the CPU (2,521 lines in all):
 
-1. ``jit.py`` (53 lines): the names a kernel is written with.
+1. ``jit.py`` (55 lines): the names a kernel is written with.
 2. ``kernels/elementwise.py`` (52 lines): ``alpha * x + y`` with a grid-stride
    loop - thread index, bounds, any grid for any n (exercise 7.1).
 3. ``kernels/bias_relu.py`` (103 lines): elementwise and fused - bias + ReLU

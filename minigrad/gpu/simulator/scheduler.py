@@ -17,9 +17,10 @@ cannot tell). Within a block:
   until every thread of the block has stopped; then each warp exchanges its
   values (``warps.py``) and its threads run on.
 
-A barrier is matched by its source line and how many times the thread has
-reached that line (its dynamic occurrence), so threads in different
-iterations of a loop never pass as one barrier. If a shared-memory race
+A barrier is matched by its source line, the thread's iteration numbers of
+the loops around it and how many times the thread has reached it (its
+dynamic occurrence), so threads in different iterations of a loop never
+pass as one barrier. If a shared-memory race
 happens in a round in which some threads wait at a barrier that others
 skip, the divergent barrier is reported, since it is the cause.
 
@@ -31,8 +32,9 @@ Limits (``limits.py``, the same for every chapter):
   :class:`StepLimitError` ends the launch: an infinite loop, or a thread
   spinning on a flag that another thread sets (threads run one at a time
   here, and a GPU does not promise that a waiting thread lets another run
-  either). That is ten times the longest loop of the library's and chapter
-  07's kernels; change it for a block of code with
+  either). No thread of the library's kernels or of chapter 07 loops more
+  than a few hundred times, and a runaway loop ends in about a second;
+  change it for a block of code with
   ``with minigrad.gpu.simulator.limits.step_limit(n): ...``;
 - a launch of more than ``limits.WARN_THREADS`` (4,194,304) threads warns
   (it takes seconds per million threads), and more than
