@@ -5,8 +5,9 @@ notebook. So every loop of a simulated kernel counts its iterations (the
 rewrite in ``barriers.py`` calls :func:`count_step` first in every loop
 body) and a thread that runs more than :data:`STEP_LIMIT` iterations without
 reaching a barrier or its end stops with :class:`StepLimitError`: an
-infinite loop, or a spin-wait on a value another thread sets. The count
-restarts each time the scheduler resumes the thread.
+infinite loop (with or without a barrier or a shuffle in it), or a
+spin-wait on a value another thread sets. The count covers the thread's
+whole launch.
 
 :data:`STEP_LIMIT` is 1,000,000, the same for every chapter. Measured on
 this project: no thread of the library's kernels, of chapter 07 or of its
@@ -29,7 +30,7 @@ import warnings
 from minigrad.gpu.errors import KernelLaunchError, StepLimitError, where
 from minigrad.gpu.simulator.threads import CURRENT
 
-STEP_LIMIT = 1_000_000  # loop iterations a thread may run between two barriers (see the module docstring)
+STEP_LIMIT = 1_000_000  # loop iterations a thread may run in one launch (see the module docstring)
 WARN_THREADS = 2**22  # a launch of more threads warns: about 2 us per thread and access on this CPU
 MAX_THREADS = 2**26  # a launch of more threads is refused (minutes to hours)
 SECONDS_PER_THREAD = 2e-6
@@ -37,7 +38,7 @@ SECONDS_PER_THREAD = 2e-6
 
 @contextlib.contextmanager
 def step_limit(steps: int):
-    """Run the enclosed launches with a step limit of ``steps`` loop iterations per thread between barriers."""
+    """Run the enclosed launches with a step limit of ``steps`` loop iterations per thread."""
     global STEP_LIMIT
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
         raise ValueError(f"step_limit: the number of loop iterations is a positive int, got {steps!r}")
@@ -55,7 +56,7 @@ def count_step() -> None:
         line = sys._getframe(1).f_lineno
         raise StepLimitError(
             f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: ran {STEP_LIMIT:,} loop "
-            f"iterations without reaching a barrier or the end of the kernel (the loop at line {line}): an "
+            f"iterations without reaching the end of the kernel (the loop at line {line}): an "
             f"infinite loop, or a spin-wait on a value another thread sets. The simulator runs one thread at a "
             f"time between barriers, and a GPU does not promise that another thread runs while one waits "
             f"either: check the loop's condition and increment, and hand values between threads with "

@@ -27,8 +27,8 @@ skip, the divergent barrier is reported, since it is the cause.
 Limits (``limits.py``, the same for every chapter):
 
 - the **step limit**: a thread may run ``limits.STEP_LIMIT`` = 1,000,000
-  loop iterations (of any of its ``while``/``for`` loops, counted from each
-  time the thread is resumed, so between two barriers) before
+  loop iterations (of any of its ``while``/``for`` loops, over the whole
+  launch, barriers and shuffles included) before
   :class:`StepLimitError` ends the launch: an infinite loop, or a thread
   spinning on a flag that another thread sets (threads run one at a time
   here, and a GPU does not promise that a waiting thread lets another run
@@ -211,6 +211,7 @@ def _rounds(program, args, threads, registers, paused, stats, memory) -> None:
     enter = CURRENT.enter_thread
     waiting = range(len(threads))
     visits = [{} for _ in threads]  # per thread: (barrier line, loop iterations) -> times reached
+    steps = [0] * len(threads)  # per thread: loop iterations so far (the step limit counts the whole launch)
     while True:
         arrived: dict[int, tuple] = {}  # thread -> (line of its syncthreads(), loop iterations, occurrence)
         finished: list[int] = []
@@ -221,11 +222,14 @@ def _rounds(program, args, threads, registers, paused, stats, memory) -> None:
             shuffles = {}
             for linear in running:
                 enter(threads[linear], linear, registers[linear])
+                CURRENT.steps = steps[linear]
                 try:
                     stop = paused[linear].send(results.get(linear))
                 except StopIteration:
                     finished.append(linear)
                     continue
+                finally:
+                    steps[linear] = CURRENT.steps
                 if len(stop) == 2:  # a barrier: (line, iteration numbers of the loops around it)
                     seen = visits[linear]
                     seen[stop] = seen.get(stop, 0) + 1
