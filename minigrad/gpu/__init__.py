@@ -38,7 +38,7 @@ Imports point one way, down this list: ``device/``, ``kernels/``,
 Reading order
 -------------
 The names a kernel is written with, the library's kernels in the order
-chapter 07 teaches them, then how a kernel runs on the CPU (2,521 lines in all):
+chapter 07 teaches them, then how a kernel runs on the CPU (2,542 lines in all):
 
 1. ``jit.py`` (55 lines): the names a kernel is written with.
 2. ``kernels/elementwise.py`` (52 lines): ``alpha * x + y`` with a grid-stride
@@ -57,15 +57,15 @@ chapter 07 teaches them, then how a kernel runs on the CPU (2,521 lines in all):
     ``kernel[grid, block](*args)``, and the choice between GPU and simulator.
 11. ``dialect.py`` (67 lines): where each name comes from, and device
     functions, the helpers a kernel calls.
-12. ``simulator/threads.py`` (150 lines): which thread is running;
+12. ``simulator/threads.py`` (152 lines): which thread is running;
     ``threadIdx``, ``blockIdx``, ``grid()``... read it, as unsigned ints.
 13. ``simulator/barriers.py`` (201 lines): ``syncthreads()`` (and warp
     shuffles) rewritten into ``yield``, so a thread can pause at a barrier.
-14. ``simulator/scheduler.py`` (326 lines): blocks, threads, barrier rounds,
+14. ``simulator/scheduler.py`` (334 lines): blocks, threads, barrier rounds,
     divergent barriers, one launch at a time; measured speed.
-15. ``simulator/limits.py`` (79 lines): the step limit that ends a runaway
+15. ``simulator/limits.py`` (82 lines): the step limit that ends a runaway
     loop, and the largest launch.
-16. ``simulator/arrays.py`` (382 lines): global and shared arrays with bounds
+16. ``simulator/arrays.py`` (390 lines): global and shared arrays with bounds
     checks, counters and race checks; ``shared_memory``, ``atomic_add``.
 17. ``simulator/poison.py`` (86 lines): what reading unwritten shared memory
     gives, and when it is reported.
@@ -84,7 +84,7 @@ Extensions (not on the reading path)
   real GPU.
 - ``compile_check.py`` (132 lines): transpile with ``cupyx.jit`` and compile
   with NVRTC, without a GPU (the ``gpu-check`` extra).
-- ``simulator/refusals.py`` (357 lines): the Python ``cupyx.jit`` refuses to
+- ``simulator/refusals.py`` (366 lines): the Python ``cupyx.jit`` refuses to
   compile, refused before a simulated launch, with its reason.
 - ``kernels/__init__.py`` (29 lines): the kernels' host wrappers, imported in
   one place.

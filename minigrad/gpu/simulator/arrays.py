@@ -104,12 +104,16 @@ class GlobalArray:
         return self.shape[0]
 
     def __getitem__(self, index):
+        if type(index) is _U32:  # threadIdx arithmetic
+            index = int(index)
         if type(index) is not int or not 0 <= index < self._length:
             index = self._checked(index, "read")
         self._stats.global_load_bytes += self._itemsize
         return self._data[index]
 
     def __setitem__(self, index, value):
+        if type(index) is _U32:  # threadIdx arithmetic
+            index = int(index)
         if type(index) is not int or not 0 <= index < self._length:
             index = self._checked(index, "write")
         self._stats.global_store_bytes += self._itemsize
@@ -193,6 +197,8 @@ class SharedArray:
         return self.size
 
     def __getitem__(self, index):
+        if type(index) is _U32:  # threadIdx arithmetic
+            index = int(index)
         if type(index) is not int or not 0 <= index < self.size:
             index = self._checked(index, "read")
         record = self._accesses.get(index)
@@ -204,6 +210,8 @@ class SharedArray:
         return self._unset(index, "reads") if value is _UNSET else value
 
     def __setitem__(self, index, value):
+        if type(index) is _U32:  # threadIdx arithmetic
+            index = int(index)
         if type(index) is not int or not 0 <= index < self.size:
             index = self._checked(index, "write")
         self._races.write(index, CURRENT.linear_thread, sys._getframe(1).f_lineno)

@@ -51,15 +51,17 @@ race, since a GPU gives no such guarantee.
 
 Cost and scaling: time is linear in the number of instrumented element
 accesses (every global/shared read or write, a few hundred nanoseconds to
-about a microsecond each with its checks) plus a small cost per thread and
-per barrier round. CPU time measured on this project's 2-core machine
-(wall time is higher when the machine is shared):
+about a microsecond each with its checks) plus a small cost per thread, per
+loop iteration (the step counter) and per barrier round; the unsigned
+``numpy.uint32`` index arithmetic costs about 1.2-2x what Python ints did.
+CPU time measured on this project's 2-core machine (wall time is higher
+when the machine is shared):
 
 - 64x64 float32 tiled matmul, 16x16 tiles: 4,096 threads, ~0.6 M accesses,
-  0.7 s; it grows as n^3 (128x128: 5.4 s, 32x32: 0.1 s);
-- 4,096-element shared-memory tree reduction (16 blocks of 256): 0.07 s,
-  linear in n (16,384: 0.26 s);
-- elementwise add of 100,000 elements: 0.17 s (about 1.7 us per thread).
+  0.7 s; it grows as n^3 (128x128: 6 s, 32x32: 0.1 s);
+- 4,096-element shared-memory tree reduction (16 blocks of 256): 0.12 s,
+  linear in n (16,384: 0.44 s);
+- elementwise add of 100,000 elements: 0.3 s (about 3 us per thread).
 
 So keep simulated problems to thousands or tens of thousands of threads.
 

@@ -52,11 +52,13 @@ class SimulatedPosition:
         self.block_dim = block
         self.grid_reg = tuple(U32(v) for v in grid)
         self.block_dim_reg = tuple(U32(v) for v in block)
+        self.grid_size = tuple(U32((g * b) & 0xFFFFFFFF) for g, b in zip(grid, block))
         self.stats = stats
 
     def enter_block(self, block_idx: tuple, memory) -> None:
         self.block_idx = block_idx
         self.block_reg = tuple(U32(v) for v in block_idx)
+        self.block_start = tuple(b * d for b, d in zip(block_idx, self.block_dim))
         self.memory = memory
 
     def enter_thread(self, thread_idx: tuple, linear: int, registers: tuple = ()) -> None:
@@ -124,19 +126,19 @@ def _check_ndim(name: str, ndim: int) -> None:
 
 def grid(ndim: int):
     """This thread's global index: ``blockIdx * blockDim + threadIdx`` per axis (a uint32 for 1-D, else a tuple)."""
+    if ndim == 1 and CURRENT.kernel is not None:
+        return U32((CURRENT.block_start[0] + CURRENT.thread_idx[0]) & 0xFFFFFFFF)
     _check_ndim("grid", ndim)
     b, d, t = CURRENT.block_idx, CURRENT.block_dim, CURRENT.thread_idx
-    if ndim == 1:
-        return U32((b[0] * d[0] + t[0]) & 0xFFFFFFFF)
     return tuple(U32((b[axis] * d[axis] + t[axis]) & 0xFFFFFFFF) for axis in range(ndim))
 
 
 def gridsize(ndim: int):
     """The total number of threads per axis, ``blockDim * gridDim`` (the stride of a grid-stride loop), uint32."""
+    if ndim == 1 and CURRENT.kernel is not None:
+        return CURRENT.grid_size[0]
     _check_ndim("gridsize", ndim)
     d, g = CURRENT.block_dim, CURRENT.grid_dim
-    if ndim == 1:
-        return U32((d[0] * g[0]) & 0xFFFFFFFF)
     return tuple(U32((d[axis] * g[axis]) & 0xFFFFFFFF) for axis in range(ndim))
 
 
