@@ -101,10 +101,11 @@ def target(kernel: str, parameters: list[str], args: tuple) -> str:
             numpy_arg = numpy_arg or name
         elif is_cupy_array(value):
             cupy_arg = cupy_arg or name
-        elif isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64:
+        elif isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
             raise KernelLaunchError(
-                f"kernel '{kernel}': argument '{name}' = {value} does not fit a 64-bit integer, the widest "
-                f"integer type a kernel takes (cupyx.jit passes an int as int32 or int64)"
+                f"kernel '{kernel}': argument '{name}' = {value} does not fit a 64-bit signed integer: "
+                f"cupyx.jit passes a Python int as an int32 or int64; pass numpy.uint64(...) for a larger "
+                f"unsigned value"
             )
         elif not _is_scalar(value):
             hint = (

@@ -85,7 +85,6 @@ class _Checker(ast.NodeVisitor):
         self.env = dict(zip(func.__code__.co_freevars, (_cell(c) for c in func.__closure__ or ())))
         self.locals = set(func.__code__.co_varnames)
         self.types = dict(types_)  # variable -> U32 / S32 / S64 / CONST (absent: unknown)
-        self.element_types: dict = {}
         self.context, self.seen = context, seen
 
     # ---------------------------------------------------------------- names

@@ -135,7 +135,10 @@ def simulate(name: str, program, barriers: int, parameters, grid, block, args, s
     limits.check_size(name, grid, block)
     if not _RUNNING.acquire(blocking=False):
         refuse_nested_launch(name)
-        raise KernelLaunchError(f"kernel '{name}': another launch is starting on the simulator; launch from one thread")
+        raise KernelLaunchError(
+            f"kernel '{name}' was launched from a second Python thread while another launch runs on the "
+            f"simulator; the simulator runs one launch at a time: launch from one thread"
+        )
     _OWNER[0] = threading.get_ident()
     try:
         with np.errstate(over="ignore"):  # uint32 indices wrap as on a GPU, silently
