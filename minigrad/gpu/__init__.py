@@ -38,7 +38,7 @@ Imports point one way, down this list: ``device/``, ``kernels/``,
 Reading order
 -------------
 The names a kernel is written with, the library's kernels in the order
-chapter 07 teaches them, then how a kernel runs on the CPU (2,545 lines in all):
+chapter 07 teaches them, then how a kernel runs on the CPU (2,552 lines in all):
 
 1. ``jit.py`` (55 lines): the names a kernel is written with.
 2. ``kernels/elementwise.py`` (52 lines): ``alpha * x + y`` with a grid-stride
@@ -55,11 +55,11 @@ chapter 07 teaches them, then how a kernel runs on the CPU (2,545 lines in all):
 9. ``kernels/loss_scale.py`` (60 lines): unscale gradients and flag inf/NaN.
 10. ``kernel.py`` (112 lines): ``@jit.rawkernel()``,
     ``kernel[grid, block](*args)``, and the choice between GPU and simulator.
-11. ``dialect.py`` (67 lines): where each name comes from, and device
+11. ``dialect.py`` (71 lines): where each name comes from, and device
     functions, the helpers a kernel calls.
 12. ``simulator/threads.py`` (152 lines): which thread is running;
     ``threadIdx``, ``blockIdx``, ``grid()``... read it, as unsigned ints.
-13. ``simulator/barriers.py`` (201 lines): ``syncthreads()`` (and warp
+13. ``simulator/barriers.py`` (204 lines): ``syncthreads()`` (and warp
     shuffles) rewritten into ``yield``, so a thread can pause at a barrier.
 14. ``simulator/scheduler.py`` (337 lines): blocks, threads, barrier rounds,
     divergent barriers, one launch at a time; measured speed.

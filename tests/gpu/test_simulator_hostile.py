@@ -804,6 +804,92 @@ def divergent_in_2d(out):
     out[jit.threadIdx.y, jit.threadIdx.x] = np.float32(1)
 
 
+@jit.rawkernel(device=True)
+def spin_in_a_helper(v):
+    while v > 0:
+        v = v + 1
+    return v
+
+
+@jit.rawkernel()
+def calls_a_spinning_helper(out):
+    out[0] = spin_in_a_helper(np.float32(1))
+
+
+@jit.rawkernel(device=True)
+def helper_that_prints(v):
+    print(v)
+    return v
+
+
+@jit.rawkernel()
+def calls_a_printing_helper(out):
+    out[0] = helper_that_prints(np.float32(1))
+
+
+@jit.rawkernel(device=True)
+def helper_reading_a_module_array(i):
+    return TABLE[1]
+
+
+@jit.rawkernel()
+def calls_a_helper_reading_a_module_array(out):
+    out[0] = helper_reading_a_module_array(0)
+
+
+@jit.rawkernel(device=True)
+def sum_of_first(n):
+    total = np.float32(0)
+    for k in range(n):
+        total += np.float32(k)
+    return total
+
+
+@jit.rawkernel()
+def calls_a_looping_helper(out):
+    out[jit.threadIdx.x] = sum_of_first(4)
+
+
+@jit.rawkernel()
+def only_block_zero_fills(out):
+    s = jit.shared_memory(np.float32, 1)
+    if jit.blockIdx.x == 0 and jit.threadIdx.x == 0:
+        s[0] = np.float32(5)
+    jit.syncthreads()
+    out[jit.blockIdx.x * jit.blockDim.x + jit.threadIdx.x] = s[0]
+
+
+@jit.rawkernel()
+def race_before_a_full_barrier(out):
+    s = jit.shared_memory(np.float32, 8)
+    t = jit.threadIdx.x
+    s[0] = np.float32(t)
+    jit.syncthreads()
+    out[t] = s[0]
+
+
+@jit.rawkernel()
+def reads_before_its_neighbour_writes(x, out):
+    s = jit.shared_memory(np.float32, 8)
+    t = jit.threadIdx.x
+    s[t] = x[t]
+    out[t] = s[(t + 1) % 8]
+
+
+@jit.rawkernel()
+def overlapping_masks(x, out):
+    t = jit.threadIdx.x
+    mask = np.uint32(0x0000FFFF) if t < 16 else np.uint32(0xFFFFFF00)
+    out[t] = jit.shfl_xor_sync(mask, x[t], 1)
+
+
+@jit.rawkernel()
+def reads_across_the_groups(x, out):
+    t = jit.threadIdx.x
+    mask = np.uint32(0x0000FFFF) if t < 16 else np.uint32(0xFFFF0000)
+    out[t] = jit.shfl_xor_sync(mask, x[t], 16)
+
+
 # ---------------------------------------------------------------- the table
 
 
@@ -1210,6 +1296,26 @@ CASES = [
     Case("divergent-barrier-in-a-2d-block", "message", launch(divergent_in_2d, 1, (2, 2), np.zeros((2, 2), f32)),
          (DivergentBarrierError, r"2 threads \(\(0, 0, 0\), \(1, 0, 0\)\) wait at syncthreads\(\) on line \d+; 2 threads "
                                  r"\(\(0, 1, 0\), \(1, 1, 0\)\) finished the kernel")),
+    Case("infinite-loop-in-a-device-function", "hang", with_limit(1000, launch(calls_a_spinning_helper, 1, 1, zeros())),
+         (StepLimitError, WHERE.format("calls_a_spinning_helper", 0) + r": ran 1,000 loop iterations")),
+    Case("print-in-a-device-function", "silent-wrong", launch(calls_a_printing_helper, 1, 1, zeros()),
+         (KernelSourceError, r"kernel 'calls_a_printing_helper', line \d+: a call of the Python function print"),
+         cupyx=(calls_a_printing_helper, (zeros(),))),
+    Case("module-level-array-in-a-device-function", "silent-wrong",
+         launch(calls_a_helper_reading_a_module_array, 1, 1, zeros()), (KernelSourceError, r"module-level array 'TABLE'")),
+    Case("device-function-with-a-bounded-loop", "false-alarm", _out(launch(calls_a_looping_helper, 1, 4, zeros(4))),
+         check=equal(np.full(4, 6, f32))),
+    Case("shared-memory-is-fresh-for-each-block", "silent-wrong", launch(only_block_zero_fills, 2, 2, zeros(4)),
+         (UninitializedReadError, r"kernel 'only_block_zero_fills', block \(1, 0, 0\), thread \(0, 0, 0\): reads s\[0\]")),
+    Case("race-before-a-barrier-every-thread-reaches", "message", launch(race_before_a_full_barrier, 1, 8, zeros()),
+         (SharedMemoryRaceError, WHERE.format("race_before_a_full_barrier", 1) + r": shared-memory data race on s\[0\]")),
+    Case("read-before-a-neighbour-writes-is-a-race", "message", launch(reads_before_its_neighbour_writes, 1, 8, x8, zeros()),
+         (SharedMemoryRaceError, WHERE.format("reads_before_its_neighbour_writes", 1) + r": shared-memory data race on "
+                                 r"s\[1\] .*thread \(0, 0, 0\) read it")),
+    Case("overlapping-shuffle-masks", "message", launch(overlapping_masks, 1, 32, x32, zeros(32)),
+         (KernelError, r"warp 0: lanes of one warp meet at shuffles with overlapping masks")),
+    Case("shuffle-reads-a-lane-of-the-other-group", "message", launch(reads_across_the_groups, 1, 32, x32, zeros(32)),
+         (KernelError, r"lane 0 \(thread \(0, 0, 0\)\) reads lane 16 through shfl_xor_sync .*not in mask 0xffff")),
 ]
 
 CLASSES = ("silent-wrong", "crash", "hang", "false-alarm", "message")

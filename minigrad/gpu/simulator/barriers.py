@@ -150,7 +150,7 @@ def _kernel_source(func) -> tuple[ast.FunctionDef, str]:
     return definition, func.__code__.co_filename
 
 
-def thread_program(func, count_step=None) -> tuple[types.FunctionType, int]:
+def thread_program(func, count_step=None, pause: bool = True) -> tuple[types.FunctionType, int]:
     """The function the simulator runs per thread, and how many meeting points (barriers, shuffles) it has.
 
     Without them it is ``func`` itself (each thread is one call), or with
@@ -158,14 +158,17 @@ def thread_program(func, count_step=None) -> tuple[types.FunctionType, int]:
     per iteration. With them it is a generator function equal to ``func``
     except that each ``syncthreads()`` yields its line number and each warp
     shuffle yields its request and receives its result. Globals and closure
-    variables are shared with ``func``.
+    variables are shared with ``func``. ``pause=False`` (a device function,
+    which cannot pause a kernel) rewrites the loops only.
     """
     names = func.__code__.co_names + func.__code__.co_freevars
-    meets = any(name in names for name in BARRIER_NAMES + SHUFFLE_NAMES)
+    meets = pause and any(name in names for name in BARRIER_NAMES + SHUFFLE_NAMES)
     if not meets and (count_step is None or parsed_source(func) is None):
         return func, 0  # nothing to rewrite (or no source to rewrite)
     definition, filename = _kernel_source(func)
     rewriter = _BarriersToYields(count_steps=count_step is not None)
+    if not pause:  # the barrier and shuffle functions themselves explain that they belong in the kernel
+        rewriter.visit_Expr = rewriter.visit_Call = rewriter.generic_visit
     body = []
     for statement in definition.body:
         rewritten = rewriter.visit(statement)
