@@ -38,7 +38,7 @@ Imports point one way, down this list: ``device/``, ``kernels/``,
 Reading order
 -------------
 The names a kernel is written with, the library's kernels in the order
-chapter 07 teaches them, then how a kernel runs on the CPU (2,552 lines in all):
+chapter 07 teaches them, then how a kernel runs on the CPU (2,553 lines in all):
 
 1. ``jit.py`` (55 lines): the names a kernel is written with.
 2. ``kernels/elementwise.py`` (52 lines): ``alpha * x + y`` with a grid-stride
@@ -61,7 +61,7 @@ chapter 07 teaches them, then how a kernel runs on the CPU (2,552 lines in all):
     ``threadIdx``, ``blockIdx``, ``grid()``... read it, as unsigned ints.
 13. ``simulator/barriers.py`` (204 lines): ``syncthreads()`` (and warp
     shuffles) rewritten into ``yield``, so a thread can pause at a barrier.
-14. ``simulator/scheduler.py`` (337 lines): blocks, threads, barrier rounds,
+14. ``simulator/scheduler.py`` (338 lines): blocks, threads, barrier rounds,
     divergent barriers, one launch at a time; measured speed.
 15. ``simulator/limits.py`` (82 lines): the step limit that ends a runaway
     loop, and the largest launch.
@@ -78,7 +78,7 @@ chapter 07 teaches them, then how a kernel runs on the CPU (2,552 lines in all):
 
 Extensions (not on the reading path)
 ------------------------------------
-- ``launch.py`` (125 lines): checking grid/block sizes, ``shared_mem`` and
+- ``launch.py`` (127 lines): checking grid/block sizes, ``shared_mem`` and
   where arguments live.
 - ``cupy_kernel.py`` (125 lines): the same kernel handed to ``cupyx.jit`` for a
   real GPU.

@@ -29,7 +29,7 @@ def dim3(kernel: str, what: str, size) -> tuple[int, int, int]:
     ):
         raise KernelLaunchError(
             f"kernel '{kernel}': the {what} size must be a positive int or a tuple of 1 to 3 positive ints, "
-            f"got {size!r}; launch as kernel[grid, block](*args), e.g. kernel[(n + 255) // 256, 256](x, out, n)"
+            f"got {_shown(size)}; launch as kernel[grid, block](*args), e.g. kernel[(n + 255) // 256, 256](x, out, n)"
         )
     triple = tuple(int(p) for p in parts) + (1,) * (3 - len(parts))
     limits = MAX_BLOCK_DIM if what == "block" else MAX_GRID_DIM
@@ -61,7 +61,9 @@ def shared_bytes(kernel: str, shared_mem) -> int:
 
 
 def _shown(value) -> str:
-    """A value as a learner wrote it: ``16``, not ``np.int32(16)``."""
+    """A value as a learner wrote it: ``16``, not ``np.int32(16)`` (also inside a tuple)."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_shown(v) for v in value) + ("," if len(value) == 1 else "") + ")"
     return repr(value.item()) if isinstance(value, np.generic) else repr(value)
 
 

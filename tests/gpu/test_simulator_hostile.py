@@ -1277,6 +1277,8 @@ CASES = [
          (KernelLaunchError, r"is launched with its grid and block sizes")),
     Case("kernel-subscripted-with-one-size", "crash", lambda: scale[8](x8, zeros(), 8),
          (KernelLaunchError, r"launch as kernel\[grid, block\]\(\*args\) with two sizes")),
+    Case("grid-size-shown-as-written", "message", launch(scale, (np.int64(0), 1), 8, x8, zeros(), 8),
+         (KernelLaunchError, r"the grid size must be a positive int .*got \(0, 1\); launch as")),
     Case("block-of-2048-threads", "crash", launch(scale, 1, 2048, x8, zeros(), 8),
          (KernelLaunchError, r"exceeds CUDA's limit of 1024 on axis x")),
     Case("grid-stride-with-numpy-int64-n", "false-alarm", _out(launch(grid_stride_with_int64_n, 2, 4, x8, zeros(), np.int64(8)), 1),

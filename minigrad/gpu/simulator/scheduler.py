@@ -20,9 +20,10 @@ cannot tell). Within a block:
 A barrier is matched by its source line, the thread's iteration numbers of
 the loops around it and how many times the thread has reached it (its
 dynamic occurrence), so threads in different iterations of a loop never
-pass as one barrier. If a shared-memory race
-happens in a round in which some threads wait at a barrier that others
-skip, the divergent barrier is reported, since it is the cause.
+pass as one barrier. A shared-memory race in a kernel with barriers is
+reported at the end of its round (``races.py``): if some threads of that
+round wait at a barrier that others skip, the divergent barrier is
+reported instead, since it is the cause.
 
 Limits (``limits.py``, the same for every chapter):
 
@@ -68,9 +69,9 @@ So keep simulated problems to thousands or tens of thousands of threads.
 Not simulated: races in *global* memory (only shared memory is checked),
 warps executing in lockstep (warp shuffles are exact meeting points, see
 ``warps.py``, but "warp-synchronous" shared-memory code that relies on
-lockstep without a barrier is reported as a race), and C integer types beyond what cupyx.jit gives the built-ins
-(``threadIdx.x`` and friends are ``numpy.uint32``, see ``threads.py``) and
-the arguments: a Python float argument becomes ``numpy.float32`` as in
+lockstep without a barrier is reported as a race), and C integer types
+beyond what cupyx.jit gives the built-ins (``threadIdx.x`` and friends are
+``numpy.uint32``, see ``threads.py``) and the arguments: a Python float argument becomes ``numpy.float32`` as in
 cupyx.jit, a Python int stays an int (cupyx.jit makes it an int32 or int64;
 one that fits neither is refused at launch), and a ``range`` loop counter
 is a Python int. Array elements keep their NumPy dtype. The compile check (:mod:`minigrad.gpu.compile_check`) catches what
