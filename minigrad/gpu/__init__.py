@@ -4,9 +4,12 @@
 ``cupyx.jit`` (see :mod:`minigrad.gpu.jit`); ``kernel[grid, block](*args)``
 runs a kernel on the GPU when given CuPy arrays and on the simulator when
 given NumPy arrays. The simulator executes every thread of every block with
-real barriers and turns GPU bugs - out-of-bounds accesses, divergent barriers,
-shared-memory data races - into errors that name the kernel, block, thread
-and index; it counts each launch's memory traffic (``jit.last_launch_stats()``).
+real barriers and cupyx.jit's unsigned thread indices, and turns GPU bugs -
+out-of-bounds accesses, divergent barriers, shared-memory data races, reads
+of unwritten shared memory, loops that never end - into errors that name the
+kernel, block, thread and index; it refuses at launch the Python cupyx.jit
+refuses to compile, and counts each launch's memory traffic
+(``jit.last_launch_stats()``).
 
 Importing this package never needs CuPy; it makes ``"cuda"`` a device of the
 tensor core (:mod:`minigrad.gpu.device.backend`): the first ``x.to("cuda")``
@@ -35,9 +38,9 @@ Imports point one way, down this list: ``device/``, ``kernels/``,
 Reading order
 -------------
 The names a kernel is written with, the library's kernels in the order
-chapter 07 teaches them, then how a kernel runs on the CPU (2,007 lines in all):
+chapter 07 teaches them, then how a kernel runs on the CPU (2,553 lines in all):
 
-1. ``jit.py`` (53 lines): the names a kernel is written with.
+1. ``jit.py`` (55 lines): the names a kernel is written with.
 2. ``kernels/elementwise.py`` (52 lines): ``alpha * x + y`` with a grid-stride
    loop - thread index, bounds, any grid for any n (exercise 7.1).
 3. ``kernels/bias_relu.py`` (103 lines): elementwise and fused - bias + ReLU
@@ -48,39 +51,46 @@ chapter 07 teaches them, then how a kernel runs on the CPU (2,007 lines in all):
 6. ``kernels/matmul.py`` (72 lines): tiled matmul, tiles staged in shared memory.
 7. ``kernels/cross_entropy.py`` (143 lines): fused softmax + cross-entropy,
    forward (two reductions per row) and backward.
-8. ``kernels/adam.py`` (75 lines): a fused Adam / AdamW step in place.
+8. ``kernels/adam.py`` (79 lines): a fused Adam / AdamW step in place.
 9. ``kernels/loss_scale.py`` (60 lines): unscale gradients and flag inf/NaN.
-10. ``kernel.py`` (89 lines): ``@jit.rawkernel()``,
+10. ``kernel.py`` (112 lines): ``@jit.rawkernel()``,
     ``kernel[grid, block](*args)``, and the choice between GPU and simulator.
-11. ``dialect.py`` (67 lines): where each name comes from, and device
+11. ``dialect.py`` (71 lines): where each name comes from, and device
     functions, the helpers a kernel calls.
-12. ``simulator/threads.py`` (130 lines): which thread is running;
-    ``threadIdx``, ``blockIdx``, ``grid()``... read it.
-13. ``simulator/barriers.py`` (150 lines): ``syncthreads()`` (and warp
+12. ``simulator/threads.py`` (152 lines): which thread is running;
+    ``threadIdx``, ``blockIdx``, ``grid()``... read it, as unsigned ints.
+13. ``simulator/barriers.py`` (204 lines): ``syncthreads()`` (and warp
     shuffles) rewritten into ``yield``, so a thread can pause at a barrier.
-14. ``simulator/scheduler.py`` (231 lines): blocks, threads, barrier rounds,
-    divergent barriers; measured speed.
-15. ``simulator/arrays.py`` (311 lines): global and shared arrays with bounds
+14. ``simulator/scheduler.py`` (338 lines): blocks, threads, barrier rounds,
+    divergent barriers, one launch at a time; measured speed.
+15. ``simulator/limits.py`` (82 lines): the step limit that ends a runaway
+    loop, and the largest launch.
+16. ``simulator/arrays.py`` (390 lines): global and shared arrays with bounds
     checks, counters and race checks; ``shared_memory``, ``atomic_add``.
-16. ``simulator/races.py`` (107 lines): the shared-memory race detector.
-17. ``simulator/warps.py`` (130 lines): warp shuffles, a meeting point for the
+17. ``simulator/poison.py`` (86 lines): what reading unwritten shared memory
+    gives, and when it is reported.
+18. ``simulator/races.py`` (129 lines): the shared-memory race detector.
+19. ``simulator/warps.py`` (179 lines): warp shuffles, a meeting point for the
     32 threads of a warp.
-18. ``simulator/counters.py`` (72 lines): what a launch moved, the inputs of a
+20. ``simulator/counters.py`` (72 lines): what a launch moved, the inputs of a
     roofline.
-19. ``errors.py`` (38 lines): the error classes and their common prefix.
+21. ``errors.py`` (50 lines): the error classes and their common prefix.
 
 Extensions (not on the reading path)
 ------------------------------------
-- ``launch.py`` (99 lines): checking grid/block sizes and where arguments live.
-- ``cupy_kernel.py`` (115 lines): the same kernel handed to ``cupyx.jit`` for a
+- ``launch.py`` (127 lines): checking grid/block sizes, ``shared_mem`` and
+  where arguments live.
+- ``cupy_kernel.py`` (125 lines): the same kernel handed to ``cupyx.jit`` for a
   real GPU.
 - ``compile_check.py`` (132 lines): transpile with ``cupyx.jit`` and compile
   with NVRTC, without a GPU (the ``gpu-check`` extra).
+- ``simulator/refusals.py`` (365 lines): the Python ``cupyx.jit`` refuses to
+  compile, refused before a simulated launch, with its reason.
 - ``kernels/__init__.py`` (29 lines): the kernels' host wrappers, imported in
   one place.
-- ``kernels/host.py`` (56 lines): what every wrapper needs - the arrays'
+- ``kernels/host.py`` (58 lines): what every wrapper needs - the arrays'
   module (NumPy or CuPy), grid sizes, dtype and shape checks.
-- ``simulator/__init__.py`` (10 lines): what the simulator room holds.
+- ``simulator/__init__.py`` (12 lines): what the simulator room holds.
 - ``device/__init__.py`` (8 lines): what the device room holds.
 - ``device/backend.py`` (114 lines): the ``"cuda"`` device - CuPy arrays,
   registered on first use; the error when CuPy or a GPU is missing.
@@ -96,8 +106,11 @@ from minigrad.gpu.errors import (
     DivergentWarpError,
     KernelError,
     KernelLaunchError,
+    KernelSourceError,
     OutOfBoundsError,
     SharedMemoryRaceError,
+    StepLimitError,
+    UninitializedReadError,
 )
 from minigrad.gpu.simulator.counters import LaunchStats
 
@@ -108,7 +121,10 @@ __all__ = [
     "LaunchStats",
     "KernelError",
     "KernelLaunchError",
+    "KernelSourceError",
     "OutOfBoundsError",
+    "UninitializedReadError",
+    "StepLimitError",
     "DivergentBarrierError",
     "DivergentWarpError",
     "SharedMemoryRaceError",

@@ -23,7 +23,7 @@ import warnings
 
 from minigrad.gpu import dialect
 from minigrad.gpu.dialect import KERNEL_NAMES, MATH_NAMES, DeviceFunction
-from minigrad.gpu.errors import KernelError
+from minigrad.gpu.errors import KernelError, KernelSourceError
 
 _INSTALL = 'pip install "minigrad[gpu]" (NVIDIA GPU with CUDA 12)'
 
@@ -47,6 +47,7 @@ _NAMES = {id(getattr(dialect, name)): name for name in (*KERNEL_NAMES, *MATH_NAM
           if not isinstance(getattr(dialect, name), int)}
 _GPU_JIT: list = []
 _DEVICE_FUNCTIONS: dict[DeviceFunction, object] = {}
+_BUILDING: set = set()  # device functions whose translation is under way (a recursive one meets itself)
 
 
 def _translated(value, theirs):
@@ -104,7 +105,16 @@ def cupy_kernel(func):
 def cupy_device_function(helper: DeviceFunction):
     """The ``cupyx.jit.rawkernel(device=True)`` of a device function, for kernels that call it (made once)."""
     if helper not in _DEVICE_FUNCTIONS:
-        _DEVICE_FUNCTIONS[helper] = _cupyx_rawkernel(helper.func, device=True)
+        if helper in _BUILDING:
+            raise KernelSourceError(
+                f"device function '{helper.name}' calls itself; cupyx.jit does not support recursion: "
+                f"write it as a loop"
+            )
+        _BUILDING.add(helper)
+        try:
+            _DEVICE_FUNCTIONS[helper] = _cupyx_rawkernel(helper.func, device=True)
+        finally:
+            _BUILDING.discard(helper)
     return _DEVICE_FUNCTIONS[helper]
 
 

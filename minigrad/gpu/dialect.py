@@ -24,7 +24,8 @@ import numpy as np
 
 from minigrad.gpu.errors import KernelLaunchError
 from minigrad.gpu.simulator.arrays import atomic_add, shared_memory
-from minigrad.gpu.simulator.barriers import syncthreads
+from minigrad.gpu.simulator.barriers import syncthreads, thread_program
+from minigrad.gpu.simulator.limits import count_step
 from minigrad.gpu.simulator.threads import (
     CURRENT, blockDim, blockIdx, gridDim, grid, gridsize, laneid, threadIdx, warpsize,
 )
@@ -47,6 +48,7 @@ class DeviceFunction:
     def __init__(self, func):
         self.func = func
         self.name = func.__name__
+        self._program = None  # func with the simulator's step counter in its loops, made on first call
         functools.update_wrapper(self, func)
 
     def __call__(self, *args):
@@ -55,7 +57,9 @@ class DeviceFunction:
                 f"device function '{self.name}' can only be called from inside a kernel; launch a kernel "
                 f"that calls it"
             )
-        return self.func(*args)
+        if self._program is None:
+            self._program = thread_program(self.func, count_step, pause=False)[0]
+        return self._program(*args)
 
     def __getitem__(self, config):
         raise KernelLaunchError(

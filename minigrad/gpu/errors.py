@@ -16,6 +16,10 @@ class KernelLaunchError(KernelError, TypeError):
     """The launch itself is wrong: grid/block sizes or the arguments passed."""
 
 
+class KernelSourceError(KernelLaunchError):
+    """The kernel's source uses Python that ``cupyx.jit`` refuses to compile (refused before it runs)."""
+
+
 class OutOfBoundsError(KernelError, IndexError):
     """A thread read or wrote outside a global or shared array."""
 
@@ -30,6 +34,14 @@ class DivergentWarpError(KernelError):
 
 class SharedMemoryRaceError(KernelError):
     """Two threads of a block touched one shared address between two barriers, one writing."""
+
+
+class UninitializedReadError(KernelError):
+    """A thread read a shared-memory element that no thread of its block has written yet."""
+
+
+class StepLimitError(KernelError):
+    """A thread ran more loop iterations than the simulator's step limit: an infinite loop or a spin-wait."""
 
 
 def where(kernel: str, block: tuple[int, int, int], thread: tuple[int, int, int] | None = None) -> str:

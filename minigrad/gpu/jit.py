@@ -18,7 +18,7 @@ NumPy arrays)::
 Built-in variables: ``threadIdx``, ``blockIdx``, ``blockDim``, ``gridDim``
 (each with ``.x``, ``.y``, ``.z``), ``warpsize``. Functions: ``grid(ndim)``,
 ``gridsize(ndim)``, ``laneid()``, ``shared_memory(dtype, size)`` (``size=None``:
-the launch's ``shared_mem=`` bytes), ``syncthreads()`` (a statement of the
+the launch's ``shared_mem=`` bytes, one buffer however often declared), ``syncthreads()`` (a statement of the
 kernel body), ``atomic_add(array, index, value)``, and the warp shuffles
 ``shfl_sync``, ``shfl_up_sync``, ``shfl_down_sync``, ``shfl_xor_sync``
 (``(mask, value, val_id, width=32)``, called in the kernel's own code).
@@ -28,13 +28,15 @@ on the GPU, which is how ``cupyx.jit`` kernels call math: ``cupy.exp(x)``).
 ``syncwarp`` is not provided: the race detector orders shared-memory
 accesses by block barriers only.
 
-The simulator runs any Python; the GPU runs what ``cupyx.jit`` can type.
-Two rules learners meet first: a kernel returns nothing (it writes its
-results into arrays), and ``threadIdx``/``blockIdx``/``blockDim`` are
-unsigned 32-bit integers that ``cupyx.jit`` will not mix in arithmetic with
-signed int32 variables (such as a ``range`` loop over an int argument):
-convert with ``numpy.uint32(...)``. ``minigrad.gpu.compile_check`` checks a
-kernel against those rules without a GPU.
+The GPU runs what ``cupyx.jit`` can type, and the simulator refuses at
+launch what ``cupyx.jit`` refuses (lists, ``print``, ``try``, ...; see
+``simulator/refusals.py``). Two rules learners meet first: a kernel returns
+nothing (it writes its results into arrays), and ``threadIdx``/``blockIdx``/
+``blockDim`` are unsigned 32-bit integers (``numpy.uint32`` on the
+simulator too: ``threadIdx.x - 1`` wraps to 4294967295 on thread 0) that
+``cupyx.jit`` will not mix in arithmetic with signed int32 variables (such as
+a ``range`` loop over an int argument): convert with ``numpy.uint32(...)``.
+``minigrad.gpu.compile_check`` compiles a kernel for a GPU without one.
 
 Where the names come from: ``rawkernel`` from :mod:`minigrad.gpu.kernel`,
 ``last_launch_stats`` from the simulator's scheduler, every other name from

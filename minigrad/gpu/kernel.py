@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 
 from minigrad.gpu import cupy_kernel as _cupy_kernel
 from minigrad.gpu import launch as _launch
 from minigrad.gpu.dialect import DeviceFunction
 from minigrad.gpu.errors import KernelLaunchError
+from minigrad.gpu.simulator import limits as _limits
+from minigrad.gpu.simulator import refusals as _refusals
 from minigrad.gpu.simulator import scheduler as _scheduler
-from minigrad.gpu.simulator.barriers import thread_program
+from minigrad.gpu.simulator.barriers import parsed_source, thread_program
 
 
 class RawKernel:
@@ -38,6 +41,7 @@ class RawKernel:
         self.parameters = list(inspect.signature(func).parameters)
         self._program = None
         self._cupy = None
+        self._checked: set = set()  # the argument types whose refusal check has passed
         functools.update_wrapper(self, func)
 
     def __getitem__(self, config):
@@ -48,24 +52,43 @@ class RawKernel:
 
         return launcher
 
-    def __call__(self, grid, block, args, shared_mem: int = 0, stream=None):
+    def __call__(self, *launch, shared_mem: int = 0, stream=None):
+        """``kernel(grid, block, args)``: what ``kernel[grid, block](*args)`` calls."""
         _scheduler.refuse_nested_launch(self.name)
+        _scheduler.forget_last_stats()  # a refused launch leaves no counters behind, not the previous ones
+        if len(launch) != 3 or not isinstance(launch[2], (tuple, list)):
+            raise KernelLaunchError(
+                f"kernel '{self.name}' is launched with its grid and block sizes: "
+                f"{self.name}[grid, block]({', '.join(self.parameters)}), e.g. "
+                f"{self.name}[(n + 255) // 256, 256](...), or {self.name}(grid, block, (args...)); "
+                f"it was called with {len(launch)} positional argument{'s' if len(launch) != 1 else ''}"
+            )
+        grid, block, args = launch
         grid3 = _launch.dim3(self.name, "grid", grid)
         block3 = _launch.dim3(self.name, "block", block)
-        if not isinstance(shared_mem, int) or shared_mem < 0:
-            raise KernelLaunchError(f"kernel '{self.name}': shared_mem is a byte count >= 0, got {shared_mem!r}")
+        shared_mem = _launch.shared_bytes(self.name, shared_mem)
         args = tuple(args)
         if _launch.target(self.name, self.parameters, args) == "cupy":
-            _scheduler.forget_last_stats()
             return self.cupy_kernel()(grid3, block3, args, shared_mem=shared_mem, stream=stream)
+        self.refuse_what_cupyx_refuses(args)
         program, barriers = self.simulator_program()
         _scheduler.simulate(self.name, program, barriers, self.parameters, grid3, block3, args, shared_mem)
         return None
 
+    def refuse_what_cupyx_refuses(self, args) -> None:
+        """Refuse, before it runs, a kernel whose source or argument types cupyx.jit would not compile."""
+        signature = tuple(getattr(a, "dtype", type(a)) if not isinstance(a, int) or isinstance(a, bool)
+                          else _refusals.scalar_type(a) for a in args)
+        if signature not in self._checked:
+            context = types.SimpleNamespace(source_of=parsed_source, kernel_type=RawKernel,
+                                            device_function_type=DeviceFunction)
+            _refusals.check_kernel(self.name, self.func, self.parameters, args, context)
+            self._checked.add(signature)
+
     def simulator_program(self):
         """The per-thread function the simulator runs, and its number of barrier statements."""
         if self._program is None:
-            self._program = thread_program(self.func)
+            self._program = thread_program(self.func, _limits.count_step)
         return self._program
 
     def cupy_kernel(self):

@@ -18,6 +18,7 @@ from minigrad.gpu.errors import KernelLaunchError
 MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK_DIM = (1024, 1024, 64)
 MAX_GRID_DIM = (2**31 - 1, 65535, 65535)
+MAX_SHARED_BYTES = 48 * 1024  # dynamic + static shared memory per block without opting in (every card since 2010)
 
 
 def dim3(kernel: str, what: str, size) -> tuple[int, int, int]:
@@ -28,7 +29,7 @@ def dim3(kernel: str, what: str, size) -> tuple[int, int, int]:
     ):
         raise KernelLaunchError(
             f"kernel '{kernel}': the {what} size must be a positive int or a tuple of 1 to 3 positive ints, "
-            f"got {size!r}; launch as kernel[grid, block](*args), e.g. kernel[(n + 255) // 256, 256](x, out, n)"
+            f"got {_shown(size)}; launch as kernel[grid, block](*args), e.g. kernel[(n + 255) // 256, 256](x, out, n)"
         )
     triple = tuple(int(p) for p in parts) + (1,) * (3 - len(parts))
     limits = MAX_BLOCK_DIM if what == "block" else MAX_GRID_DIM
@@ -43,6 +44,27 @@ def dim3(kernel: str, what: str, size) -> tuple[int, int, int]:
             f"CUDA allows at most {MAX_THREADS_PER_BLOCK} per block: use smaller blocks and more of them"
         )
     return triple
+
+
+def shared_bytes(kernel: str, shared_mem) -> int:
+    """The launch's ``shared_mem=`` as an int byte count, or a clear error (negative, not an int, over the limit)."""
+    if not isinstance(shared_mem, numbers.Integral) or isinstance(shared_mem, (bool, np.bool_)) or shared_mem < 0:
+        raise KernelLaunchError(
+            f"kernel '{kernel}': shared_mem is a byte count >= 0 (an int), got {_shown(shared_mem)}"
+        )
+    if shared_mem > MAX_SHARED_BYTES:
+        raise KernelLaunchError(
+            f"kernel '{kernel}': shared_mem={int(shared_mem):,} bytes exceeds the {MAX_SHARED_BYTES:,} bytes of "
+            f"shared memory a block may have (CUDA refuses the launch): use smaller tiles"
+        )
+    return int(shared_mem)
+
+
+def _shown(value) -> str:
+    """A value as a learner wrote it: ``16``, not ``np.int32(16)`` (also inside a tuple)."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_shown(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    return repr(value.item()) if isinstance(value, np.generic) else repr(value)
 
 
 def split_config(kernel: str, config) -> tuple:
@@ -81,6 +103,12 @@ def target(kernel: str, parameters: list[str], args: tuple) -> str:
             numpy_arg = numpy_arg or name
         elif is_cupy_array(value):
             cupy_arg = cupy_arg or name
+        elif isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+            raise KernelLaunchError(
+                f"kernel '{kernel}': argument '{name}' = {value} does not fit a 64-bit signed integer: "
+                f"cupyx.jit passes a Python int as an int32 or int64; pass numpy.uint64(...) for a larger "
+                f"unsigned value"
+            )
         elif not _is_scalar(value):
             hint = (
                 "pass its array: x.detach().numpy() (the simulator) or the CuPy array of a tensor on the GPU"

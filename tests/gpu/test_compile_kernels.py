@@ -47,7 +47,7 @@ EXAMPLES = {
     "softmax_cross_entropy_backward": (
         cross_entropy.softmax_cross_entropy_backward, (matrix, targets, vector, vector, matrix, 4, 4)
     ),
-    "adam_step_kernel": (adam.adam_step_kernel, (vector, vector, vector, vector, *[scalar] * 7, 4)),
+    "adam_step_kernel": (adam.adam_step_kernel, (vector, vector, vector, vector, *[scalar] * 9, 4)),
     "unscale_and_check_kernel": (loss_scale.unscale_and_check_kernel, (vector, vector, vector, 4)),
 }
 

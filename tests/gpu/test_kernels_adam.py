@@ -32,6 +32,18 @@ def test_three_steps_match_the_optimizer_reference(shape, weight_decay, decouple
             np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
+def test_second_moment_matches_the_reference_tightly_at_float32():
+    """``1 - beta2`` is computed as the reference computes it, not as 1 - float32(beta2) (4.7e-5 off)."""
+    rng = np.random.default_rng(7)
+    grad = rng.standard_normal(1000).astype(np.float32)
+    param, m, v = np.zeros(1000, np.float32), np.zeros(1000, np.float32), np.zeros(1000, np.float32)
+    ref_param, ref_m, ref_v = param.copy(), m.copy(), v.copy()
+    fused_adam_step(param, grad, m, v, step=1, lr=1e-3, beta2=0.999)
+    adam_update(ref_param, grad, ref_m, ref_v, step=1, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8)
+    np.testing.assert_allclose(v, ref_v, rtol=1e-6, atol=0)
+    np.testing.assert_allclose(m, ref_m, rtol=1e-6, atol=0)
+
+
 def test_each_array_is_read_once_and_written_once():
     n = 300
     param, grad, m, v = (np.ones(n, np.float32) for _ in range(4))

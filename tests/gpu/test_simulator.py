@@ -116,7 +116,7 @@ def test_dynamic_shared_memory_sized_at_launch():
 def test_shared_memory_is_per_block_and_fresh_per_launch():
     @jit.rawkernel()
     def block_total(out):
-        total = jit.shared_memory(np.int64, 1)
+        total = jit.shared_memory(np.int32, 1)  # cupyx.jit's atomic_add takes no int64
         if jit.threadIdx.x == 0:
             total[0] = 0
         jit.syncthreads()
@@ -125,7 +125,7 @@ def test_shared_memory_is_per_block_and_fresh_per_launch():
         if jit.threadIdx.x == 0:
             out[jit.blockIdx.x] = total[0]
 
-    out = np.zeros(3, dtype=np.int64)
+    out = np.zeros(3, dtype=np.int32)
     for _ in range(2):
         block_total[3, 8](out)
         np.testing.assert_array_equal(out, [8, 16, 24])
@@ -218,7 +218,7 @@ def test_lane_ids_follow_the_linear_thread_index_in_2d_blocks():
     @jit.rawkernel()
     def record_lanes(out):
         linear = jit.threadIdx.y * jit.blockDim.x + jit.threadIdx.x
-        out[linear] = jit.laneid() + 100 * (linear // jit.warpsize)
+        out[linear] = jit.laneid() + 100 * (linear // np.uint32(jit.warpsize))  # warpsize is an int32
 
     out = np.zeros(64, np.int64)
     record_lanes[1, (16, 4)](out)

@@ -20,9 +20,8 @@ def moving_sum(x, out, n):
     else:
         window[tid + RADIUS] = np.float32(0)
     if tid < RADIUS:
-        left = i - RADIUS
-        right = i + BLOCK
-        window[tid] = x[left] if left >= 0 else np.float32(0)
+        right = i + BLOCK  # i is unsigned: test i >= RADIUS, since i - RADIUS >= 0 is always true
+        window[tid] = x[i - RADIUS] if i >= RADIUS else np.float32(0)
         window[tid + BLOCK + RADIUS] = x[right] if right < n else np.float32(0)
     jit.syncthreads()
     if i < n:

@@ -14,7 +14,9 @@ writes param, m and v once. The arithmetic is that of
 
 with the bias corrections folded into two numbers the host computes once
 per step: ``step_size = lr / (1 - beta1**t)`` and
-``sqrt_correction2 = sqrt(1 - beta2**t)``. The two weight-decay forms are
+``sqrt_correction2 = sqrt(1 - beta2**t)``. ``1 - beta1`` and ``1 - beta2``
+come from the host too, computed in float64 and rounded once as the
+reference rounds them (``1 - float32(0.999)`` would be 4.7e-5 off). The two weight-decay forms are
 coefficients, not a branch: the kernel is the same for Adam and AdamW.
 """
 
@@ -32,7 +34,8 @@ MAX_BLOCKS = 1024  # a grid-stride loop covers larger parameters
 
 
 @jit.rawkernel()
-def adam_step_kernel(param, grad, m, v, l2, decay, beta1, beta2, step_size, sqrt_correction2, eps, n):
+def adam_step_kernel(param, grad, m, v, l2, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, step_size,
+                     sqrt_correction2, eps, n):
     """One Adam step on param, m, v (each of n elements) in place; scalars are float32."""
     i = jit.grid(1)
     stride = jit.gridsize(1)
@@ -40,8 +43,8 @@ def adam_step_kernel(param, grad, m, v, l2, decay, beta1, beta2, step_size, sqrt
         p = param[i]
         g = grad[i] + l2 * p
         p = p * decay
-        m_i = beta1 * m[i] + (np.float32(1) - beta1) * g
-        v_i = beta2 * v[i] + (np.float32(1) - beta2) * g * g
+        m_i = beta1 * m[i] + one_minus_beta1 * g
+        v_i = beta2 * v[i] + one_minus_beta2 * g * g
         m[i] = m_i
         v[i] = v_i
         param[i] = p - step_size * m_i / (jit.sqrt(v_i) / sqrt_correction2 + eps)
@@ -71,5 +74,6 @@ def fused_adam_step(param, grad, m, v, *, step, lr, beta1=0.9, beta2=0.999, eps=
     flat = [a.reshape(-1) for a in (param, grad, m, v)]
     n = param.size
     adam_step_kernel[min(blocks_for(n, BLOCK), MAX_BLOCKS), BLOCK](
-        *flat, l2, decay, f32(beta1), f32(beta2), step_size, sqrt_correction2, f32(eps), n
+        *flat, l2, decay, f32(beta1), f32(1 - beta1), f32(beta2), f32(1 - beta2), step_size, sqrt_correction2,
+        f32(eps), n
     )

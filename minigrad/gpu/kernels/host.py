@@ -25,6 +25,8 @@ def array_module(*arrays):
 
 def blocks_for(count: int, threads: int) -> int:
     """How many blocks of ``threads`` cover ``count`` items (at least 1: an empty launch is invalid)."""
+    if not isinstance(threads, (int, np.integer)) or isinstance(threads, bool) or not 1 <= threads <= 1024:
+        raise ValueError(f"threads per block must be an int from 1 to 1024 (CUDA's limit), got {threads!r}")
     return max(1, (count + threads - 1) // threads)
 
 

@@ -12,9 +12,13 @@ Shared memory is per block: the first thread of a block that calls
 ``shared_memory(dtype, size)`` at a given place in the kernel allocates the
 array, every other thread of that block calling from the same place gets
 the same array (CUDA's ``__shared__`` declaration); the next block gets
-fresh ones. Fresh shared memory is not zeroed on a GPU; here floating-point
-shared arrays start as NaN (integers as the dtype's maximum) so that reading
-an element before writing it shows up in the result.
+fresh ones. Every dynamic array (``shared_memory(dtype, None)``) of a block
+is the same ``extern __shared__`` buffer, as in CUDA: its bytes count once,
+and a second dtype for it is refused. Fresh shared memory is not zeroed on a
+GPU; here every element starts *unset* (poisoned, whatever the dtype: a bool
+array does not start as a plausible False) and reading one before any thread
+of the block wrote it gives a poison that raises :class:`UninitializedReadError`, so
+no comparison, ``max()`` or select can hide it (``poison.py``).
 """
 
 from __future__ import annotations
@@ -25,12 +29,17 @@ import sys
 
 import numpy as np
 
-from minigrad.gpu.errors import KernelError, OutOfBoundsError, where
+from minigrad.gpu.errors import KernelError, KernelSourceError, OutOfBoundsError, where
 from minigrad.gpu.simulator import races
+from minigrad.gpu.simulator import poison
+from minigrad.gpu.simulator.poison import Poison
 from minigrad.gpu.simulator.races import MANY, RaceDetector
 from minigrad.gpu.simulator.threads import CURRENT
 
 
+_U32 = np.uint32  # the type of threadIdx.x and friends (threads.py): an index as common as an int
+_UNSET = None  # a shared element no thread has written (a NumPy scalar is never None)
+ATOMIC_ADD_DTYPES = ("int32", "uint32", "uint64", "float16", "float32", "float64")  # cupyx.jit's atomicAdd
 _OWN_FILES = {os.path.abspath(__file__), os.path.abspath(races.__file__)}
 
 
@@ -95,16 +104,25 @@ class GlobalArray:
         return self.shape[0]
 
     def __getitem__(self, index):
+        if type(index) is _U32:  # threadIdx arithmetic
+            index = int(index)
         if type(index) is not int or not 0 <= index < self._length:
             index = self._checked(index, "read")
         self._stats.global_load_bytes += self._itemsize
         return self._data[index]
 
     def __setitem__(self, index, value):
+        if type(index) is _U32:  # threadIdx arithmetic
+            index = int(index)
         if type(index) is not int or not 0 <= index < self._length:
             index = self._checked(index, "write")
         self._stats.global_store_bytes += self._itemsize
-        self._data[index] = value
+        try:
+            self._data[index] = value
+        except (TypeError, ValueError):
+            if type(value) is GlobalArray:  # out[i] = x with x an array: say so, not NumPy's "sequence"
+                value._not_a_number()
+            raise
 
     def _atomic_add(self, index, value):
         old = self._data[index]
@@ -114,13 +132,31 @@ class GlobalArray:
     def _describe(self) -> str:
         return f"global array '{self.name}' ({self.dtype}{list(self.shape)})"
 
+    def _not_a_number(self, *_):
+        element = "x[()]" if self.ndim == 0 else "x[i]"
+        raise KernelError(
+            f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: the {self._describe()} is used as "
+            f"a number (line {_kernel_line()}); a kernel reads one element at a time: "
+            f"{element.replace('x', self.name)}"
+        )
+
+    __float__ = __int__ = __index__ = __bool__ = __complex__ = _not_a_number
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _not_a_number
+    __lt__ = __le__ = __gt__ = __ge__ = __neg__ = _not_a_number
+
     def _checked(self, index, access: str):
+        if type(index) is _U32 and index < self._length:
+            return int(index)
         if type(index) is tuple and len(index) == self.ndim:
+            key = []
             for i, n in zip(index, self.shape):
+                if type(i) is _U32:
+                    i = int(i)
                 if type(i) is not int or not 0 <= i < n:
                     break
+                key.append(i)
             else:
-                return index
+                return tuple(key)
         key = _as_index(index, self.ndim, self._describe)
         for axis, (i, n) in enumerate(zip(key, self.shape)):
             if not 0 <= i < n:
@@ -144,11 +180,10 @@ class SharedArray:
                  "_stats")
 
     def __init__(self, dtype: np.dtype, size: int, label: str, stats):
-        fill = np.nan if dtype.kind in "fc" else (np.iinfo(dtype).max if dtype.kind in "iu" else 0)
         self._scalar = dtype.type
         # A list of NumPy scalars of the array's dtype: reading one is a list lookup (the hot path of
-        # tiled kernels) and arithmetic on it still rounds as the dtype does.
-        self._values = [self._scalar(fill)] * size
+        # tiled kernels) and arithmetic on it still rounds as the dtype does. _UNSET: never written.
+        self._values = [_UNSET] * size
         self.label = label
         self.size = size
         self.shape = (size,)
@@ -162,6 +197,8 @@ class SharedArray:
         return self.size
 
     def __getitem__(self, index):
+        if type(index) is _U32:  # threadIdx arithmetic
+            index = int(index)
         if type(index) is not int or not 0 <= index < self.size:
             index = self._checked(index, "read")
         record = self._accesses.get(index)
@@ -169,19 +206,35 @@ class SharedArray:
             # Not the common "only read, by several threads" case: let the detector check and record.
             self._races.read(index, CURRENT.linear_thread, sys._getframe(1).f_lineno)
         self._stats.shared_load_bytes += self._itemsize
-        return self._values[index]
+        value = self._values[index]
+        return self._unset(index, "reads") if value is _UNSET else value
 
     def __setitem__(self, index, value):
+        if type(index) is _U32:  # threadIdx arithmetic
+            index = int(index)
         if type(index) is not int or not 0 <= index < self.size:
             index = self._checked(index, "write")
         self._races.write(index, CURRENT.linear_thread, sys._getframe(1).f_lineno)
         self._stats.shared_store_bytes += self._itemsize
-        self._values[index] = self._scalar(value)
+        self._values[index] = value if type(value) is Poison else self._scalar(value)
 
     def _atomic_add(self, index, value):
         old = self._values[index]
-        self._values[index] = self._scalar(old + value)
+        if old is _UNSET:
+            old = self._unset(index, "atomically updates")
+        new = old + value
+        self._values[index] = new if type(new) is Poison else self._scalar(new)
         return old
+
+    def _unset(self, index: int, verb: str) -> Poison:
+        name = _local_name(self) or "shared"
+        return Poison(
+            f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: {verb} {name}[{index}] (line "
+            f"{_kernel_line()}) before any thread of this block wrote it: {self._name()} starts with whatever "
+            f"the card's shared memory held (garbage on a GPU, whatever the dtype). Write every element the "
+            f"block reads (e.g. a 0 for the threads past the end of the data) and syncthreads() before reading; "
+            f"if another thread writes it later in the same phase, that is a race."
+        )
 
     def barrier(self) -> None:
         self._races.new_epoch()
@@ -194,6 +247,8 @@ class SharedArray:
         return self._name()
 
     def _checked(self, index, access: str):
+        if type(index) is _U32 and index < self.size:
+            return int(index)
         (i,) = _as_index(index, 1, self._describe)
         if not 0 <= i < self.size:
             name = _local_name(self) or "shared"
@@ -225,6 +280,7 @@ class SharedArray:
 
 
 SHARED_BYTES_PER_BLOCK = 48 * 1024  # CUDA's limit without opting in to more (same on every card since 2010)
+DYNAMIC = "extern __shared__"  # where BlockMemory keeps the block's one dynamic buffer
 
 
 class BlockMemory:
@@ -237,8 +293,10 @@ class BlockMemory:
         self._bytes = 0
 
     def allocate(self, dtype, size, site) -> SharedArray:
+        if size is None:  # every dynamic array is the one extern __shared__ buffer of the block
+            site = DYNAMIC
         array = self._arrays.get(site)
-        if array is not None and size == array.size and dtype == array.dtype:
+        if array is not None and (size is None or size == array.size) and dtype == array.dtype:
             return array
         dtype = np.dtype(dtype)
         if size is None:
@@ -247,6 +305,14 @@ class BlockMemory:
                     f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: "
                     f"jit.shared_memory({dtype}, None) asks for dynamic shared memory, but the launch gave "
                     f"{self._dynamic_bytes} bytes; launch with kernel[grid, block](*args, shared_mem=NBYTES)"
+                )
+            if array is not None:
+                raise KernelError(
+                    f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: "
+                    f"jit.shared_memory({dtype}, None) and the earlier jit.shared_memory({array.dtype}, None) are "
+                    f"one buffer (CUDA's extern __shared__: every dynamic array starts at the same byte), and "
+                    f"the simulator does not reinterpret its bytes as two dtypes; declare the dynamic buffer "
+                    f"once, with one dtype, and give each part its own range of indices"
                 )
             size = self._dynamic_bytes // dtype.itemsize
             kind = "dynamic "
@@ -258,9 +324,15 @@ class BlockMemory:
                     f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: jit.shared_memory size "
                     f"must be an integer known when the kernel is compiled, got {size!r}"
                 ) from None
+            if size <= 0:
+                raise KernelSourceError(
+                    f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: jit.shared_memory({dtype}, "
+                    f"{size}): the size is a number of elements > 0 (CUDA refuses it: the size of an array must "
+                    f"be greater than zero); for the launch's shared_mem bytes pass None"
+                )
             kind = ""
         if array is None:
-            self._bytes += size * dtype.itemsize
+            self._bytes += self._dynamic_bytes if kind else size * dtype.itemsize
             if self._bytes > SHARED_BYTES_PER_BLOCK:
                 raise KernelError(
                     f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: shared memory of "
@@ -278,6 +350,7 @@ class BlockMemory:
         return array
 
     def barrier(self) -> None:
+        poison.report()
         for array in self._arrays.values():
             array.barrier()
 
@@ -306,6 +379,12 @@ def atomic_add(array, index, value):
         raise KernelError(
             f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: jit.atomic_add needs a kernel "
             f"argument array or a shared array as its first argument, got {type(array).__name__}"
+        )
+    if array.dtype.name not in ATOMIC_ADD_DTYPES:
+        raise KernelSourceError(
+            f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: jit.atomic_add on an array of "
+            f"{array.dtype}: cupyx.jit's atomicAdd does not support {array.dtype} input (it takes "
+            f"{', '.join(ATOMIC_ADD_DTYPES)}); use an int32 or float32 array for the counter"
         )
     CURRENT.stats.atomics += 1
     return array._atomic_add(index, value)

@@ -4,15 +4,23 @@ A barrier means "stop here until every thread of the block is here too".
 The simulator runs a block's threads one at a time, so each thread must be
 able to *pause* at a barrier and be resumed later. Python generators do
 exactly that: this module rewrites the kernel's source so every
-``syncthreads()`` statement becomes ``yield <line number>``, which makes the
-kernel a generator function. Calling it gives one paused thread; ``next()``
-runs that thread up to its next barrier (the yielded line says which one) or
-to its end (``StopIteration``). The scheduler in ``scheduler.py`` does the
+``syncthreads()`` statement becomes ``yield (line, iterations)``, which makes
+the kernel a generator function; ``iterations`` are the thread's iteration
+numbers of the loops around the barrier (a counter the rewrite adds to each
+such loop), so a thread in iteration 2 of a loop never meets one in
+iteration 1 at "the same" barrier. Calling it gives one paused thread;
+``next()`` runs that thread up to its next barrier or to its end
+(``StopIteration``). The scheduler in ``scheduler.py`` does the
 rest.
 
 Warp shuffles (``shfl_down_sync`` and friends, see ``warps.py``) are
 meeting points too: each call becomes a ``yield`` of the request, and the
 scheduler sends the exchanged value back in as the call's result.
+
+Loops get one more statement: the first statement of every ``while`` and
+``for`` body becomes a call of the scheduler's step counter, so a thread
+stuck in an infinite loop or a spin-wait ends with a clear error after the
+step limit (``scheduler.py``) instead of running forever.
 
 Because the rewrite is a source transformation, barriers inside loops and
 ``if`` blocks work as written. A barrier must be a statement of the kernel's
@@ -33,6 +41,7 @@ from minigrad.gpu.errors import KernelError
 
 BARRIER_NAMES = ("syncthreads",)
 SHUFFLE_NAMES = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync")
+STEP_COUNTER = "_minigrad_step"  # the name the step counter has in the rewritten kernel (a closure variable)
 
 
 def syncthreads() -> None:
@@ -60,16 +69,22 @@ def _is_barrier_call(node: ast.AST) -> bool:
 
 
 class _BarriersToYields(ast.NodeTransformer):
-    """Replace each ``syncthreads()`` statement by ``yield <line>`` and each warp shuffle call by
-    ``(yield (name, mask, value, val_id, width, line))``; leave nested scopes alone."""
+    """Replace each ``syncthreads()`` statement by ``yield (line, iterations)`` and each warp shuffle call by
+    ``(yield (name, mask, value, val_id, width, line))``; count loop iterations (every loop calls the step
+    counter if ``count_steps``, a loop around a barrier also numbers its iterations); leave nested scopes alone."""
 
-    def __init__(self):
+    def __init__(self, count_steps: bool):
         self.barriers = 0
+        self.loops = 0
+        self.count_steps = count_steps
+        self.enclosing: list[str] = []  # the iteration counters of the loops around the node being visited
 
     def visit_Expr(self, node: ast.Expr):
         if _is_barrier_call(node.value):
             self.barriers += 1
-            return ast.copy_location(ast.Expr(ast.Yield(ast.Constant(node.lineno))), node)
+            iterations = ast.Tuple([ast.Name(name, ast.Load()) for name in self.enclosing], ast.Load())
+            request = ast.Tuple([ast.Constant(node.lineno), iterations], ast.Load())
+            return ast.copy_location(ast.Expr(ast.Yield(request)), node)
         return self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call):
@@ -82,12 +97,41 @@ class _BarriersToYields(ast.NodeTransformer):
         request = ast.Tuple([ast.Constant(name), *node.args, width, ast.Constant(node.lineno)], ast.Load())
         return ast.copy_location(ast.Yield(request), node)
 
+    def _count_steps(self, node):
+        around_barrier = any(isinstance(n, ast.Expr) and _is_barrier_call(n.value) for n in ast.walk(node))
+        counter = f"_minigrad_iteration_{node.lineno}_{node.col_offset}"
+        if around_barrier:
+            self.enclosing.append(counter)
+        node = self.generic_visit(node)
+        first = node.body[0]
+        if around_barrier:
+            self.enclosing.pop()
+            step = ast.AugAssign(ast.Name(counter, ast.Store()), ast.Add(), ast.Constant(1))
+            node.body.insert(0, ast.copy_location(step, first))
+        if self.count_steps:
+            node.body.insert(0, ast.copy_location(ast.Expr(ast.Call(ast.Name(STEP_COUNTER, ast.Load()), [], [])), first))
+            self.loops += 1
+        if around_barrier:
+            start = ast.copy_location(ast.Assign([ast.Name(counter, ast.Store())], ast.Constant(0)), node)
+            return [start, node]
+        return node
+
+    visit_While = visit_For = _count_steps
+
     def visit_FunctionDef(self, node):  # nested scopes cannot pause the kernel
         return node
 
     visit_AsyncFunctionDef = visit_FunctionDef
     visit_Lambda = visit_FunctionDef
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_FunctionDef
+
+
+def parsed_source(func) -> ast.FunctionDef | None:
+    """``func``'s ``def`` as an AST with the file's line numbers, or None when Python has no source for it."""
+    try:
+        return _kernel_source(func)[0]
+    except KernelError:
+        return None
 
 
 def _kernel_source(func) -> tuple[ast.FunctionDef, str]:
@@ -106,27 +150,36 @@ def _kernel_source(func) -> tuple[ast.FunctionDef, str]:
     return definition, func.__code__.co_filename
 
 
-def thread_program(func) -> tuple[types.FunctionType, int]:
+def thread_program(func, count_step=None, pause: bool = True) -> tuple[types.FunctionType, int]:
     """The function the simulator runs per thread, and how many meeting points (barriers, shuffles) it has.
 
-    Without them it is ``func`` itself (each thread is one call). With them
-    it is a generator function equal to ``func`` except that each
-    ``syncthreads()`` yields its line number and each warp shuffle yields its
-    request and receives its result. Globals and closure variables are
-    shared with ``func``.
+    Without them it is ``func`` itself (each thread is one call), or with
+    loops and ``count_step`` a copy whose loops call ``count_step()`` once
+    per iteration. With them it is a generator function equal to ``func``
+    except that each ``syncthreads()`` yields its line number and each warp
+    shuffle yields its request and receives its result. Globals and closure
+    variables are shared with ``func``. ``pause=False`` (a device function,
+    which cannot pause a kernel) rewrites the loops only.
     """
     names = func.__code__.co_names + func.__code__.co_freevars
-    if not any(name in names for name in BARRIER_NAMES + SHUFFLE_NAMES):
-        return func, 0  # nothing to rewrite (and no source needed)
+    meets = pause and any(name in names for name in BARRIER_NAMES + SHUFFLE_NAMES)
+    if not meets and (count_step is None or parsed_source(func) is None):
+        return func, 0  # nothing to rewrite (or no source to rewrite)
     definition, filename = _kernel_source(func)
-    rewriter = _BarriersToYields()
-    definition.body = [rewriter.visit(statement) for statement in definition.body]
-    if rewriter.barriers == 0:  # only calls in forms it cannot pause at: the functions themselves explain
+    rewriter = _BarriersToYields(count_steps=count_step is not None)
+    if not pause:  # the barrier and shuffle functions themselves explain that they belong in the kernel
+        rewriter.visit_Expr = rewriter.visit_Call = rewriter.generic_visit
+    body = []
+    for statement in definition.body:
+        rewritten = rewriter.visit(statement)
+        body.extend(rewritten if isinstance(rewritten, list) else [rewritten])
+    definition.body = body
+    if rewriter.barriers == 0 and rewriter.loops == 0:  # nothing this rewrite changes: run it as written
         return func, 0
     definition.decorator_list = []
     # Compile the def inside a wrapper that binds the closure variables, so
     # they stay free variables (not globals) in the rewritten function.
-    free = list(func.__code__.co_freevars)
+    free = list(func.__code__.co_freevars) + ([STEP_COUNTER] if rewriter.loops else [])
     wrapper = ast.FunctionDef(
         name="_minigrad_wrapper",
         args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
@@ -145,6 +198,7 @@ def thread_program(func) -> tuple[types.FunctionType, int]:
         c for c in wrapper_code.co_consts if isinstance(c, types.CodeType) and c.co_name == func.__name__
     )
     cells = dict(zip(func.__code__.co_freevars, func.__closure__ or ()))
+    cells[STEP_COUNTER] = types.CellType(count_step)
     closure = tuple(cells[name] for name in kernel_code.co_freevars)
     program = types.FunctionType(kernel_code, func.__globals__, func.__name__, func.__defaults__, closure or None)
     return program, rewriter.barriers

@@ -17,7 +17,10 @@ clears the record, so the cost is one dict lookup per shared access.
 
 The simulator runs the threads of a block one after another between
 barriers; the detector does not depend on that order: it reports a race on
-the second conflicting access whichever thread makes it.
+the second conflicting access whichever thread makes it. In a kernel with
+barriers the scheduler defers the report to the end of the round
+(:func:`defer`, :func:`take`): if some threads of the round wait at a
+barrier that others skip, the divergent barrier is the cause to report.
 """
 
 from __future__ import annotations
@@ -25,6 +28,21 @@ from __future__ import annotations
 from minigrad.gpu.errors import SharedMemoryRaceError
 
 MANY = -1
+_DEFERRING = [False]
+_DEFERRED: list = []  # the round's first race, while deferring
+
+
+def defer(on: bool) -> None:
+    """Record races instead of raising them (the scheduler reports them, see :func:`take`)."""
+    _DEFERRING[0] = on
+    _DEFERRED.clear()
+
+
+def take():
+    """The first race recorded since the last call (or None), forgotten."""
+    race = _DEFERRED[0] if _DEFERRED else None
+    _DEFERRED.clear()
+    return race
 
 _WRITER, _READER, _ATOMIC, _WRITE_LINE, _READ_LINE, _ATOMIC_LINE = range(6)
 
@@ -104,4 +122,8 @@ class RaceDetector:
             record[_ATOMIC] = MANY
 
     def _race(self, address, thread, line, verb, other, other_line, other_verb):
-        raise SharedMemoryRaceError(self._describe(address, thread, line, verb, other, other_line, other_verb))
+        error = SharedMemoryRaceError(self._describe(address, thread, line, verb, other, other_line, other_verb))
+        if not _DEFERRING[0]:
+            raise error
+        if not _DEFERRED:
+            _DEFERRED.append(error)

@@ -17,44 +17,78 @@ cannot tell). Within a block:
   until every thread of the block has stopped; then each warp exchanges its
   values (``warps.py``) and its threads run on.
 
+A barrier is matched by its source line, the thread's iteration numbers of
+the loops around it and how many times the thread has reached it (its
+dynamic occurrence), so threads in different iterations of a loop never
+pass as one barrier. A shared-memory race in a kernel with barriers is
+reported at the end of its round (``races.py``): if some threads of that
+round wait at a barrier that others skip, the divergent barrier is
+reported instead, since it is the cause.
+
+Limits (``limits.py``, the same for every chapter):
+
+- the **step limit**: a thread may run ``limits.STEP_LIMIT`` = 1,000,000
+  loop iterations (of any of its ``while``/``for`` loops, over the whole
+  launch, barriers and shuffles included) before
+  :class:`StepLimitError` ends the launch: an infinite loop, or a thread
+  spinning on a flag that another thread sets (threads run one at a time
+  here, and a GPU does not promise that a waiting thread lets another run
+  either). No thread of the library's kernels or of chapter 07 loops more
+  than a few hundred times, and a runaway loop ends in about a second;
+  change it for a block of code with
+  ``with minigrad.gpu.simulator.limits.step_limit(n): ...``;
+- a launch of more than ``limits.WARN_THREADS`` (4,194,304) threads warns
+  (it takes seconds per million threads), and more than
+  ``limits.MAX_THREADS`` (67,108,864) is refused with the estimated time:
+  shrink the problem or use a grid-stride loop.
+
+One launch runs at a time: a launch from a second Python thread while one
+runs is refused with :class:`KernelLaunchError` (the position of the running
+thread is global state), never interleaved.
+
 Threads are visited in linear order (x fastest, then y, then z), so a racy
 kernel gives one fixed answer here; the race detector still reports the
 race, since a GPU gives no such guarantee.
 
 Cost and scaling: time is linear in the number of instrumented element
 accesses (every global/shared read or write, a few hundred nanoseconds to
-about a microsecond each with its checks) plus a small cost per thread and
-per barrier round. CPU time measured on this project's 2-core machine
-(wall time is higher when the machine is shared):
+about a microsecond each with its checks) plus a small cost per thread, per
+loop iteration (the step counter) and per barrier round; the unsigned
+``numpy.uint32`` index arithmetic costs about 1.2-2x what Python ints did.
+CPU time measured on this project's 2-core machine (wall time is higher
+when the machine is shared):
 
 - 64x64 float32 tiled matmul, 16x16 tiles: 4,096 threads, ~0.6 M accesses,
-  0.7 s; it grows as n^3 (128x128: 5.4 s, 32x32: 0.1 s);
-- 4,096-element shared-memory tree reduction (16 blocks of 256): 0.07 s,
-  linear in n (16,384: 0.26 s);
-- elementwise add of 100,000 elements: 0.17 s (about 1.7 us per thread).
+  0.7 s; it grows as n^3 (128x128: 6 s, 32x32: 0.1 s);
+- 4,096-element shared-memory tree reduction (16 blocks of 256): 0.12 s,
+  linear in n (16,384: 0.44 s);
+- elementwise add of 100,000 elements: 0.3 s (about 3 us per thread).
 
 So keep simulated problems to thousands or tens of thousands of threads.
 
 Not simulated: races in *global* memory (only shared memory is checked),
 warps executing in lockstep (warp shuffles are exact meeting points, see
 ``warps.py``, but "warp-synchronous" shared-memory code that relies on
-lockstep without a barrier is reported as a race), and C integer types -
-indices are Python ints (``threadIdx.x`` is an unsigned 32-bit int on a GPU,
-so ``threadIdx.x - 1`` wraps there and is -1 here; both are out of bounds)
-and scalar arguments are passed as given. Array elements keep their NumPy
-dtype. The compile check (:mod:`minigrad.gpu.compile_check`) catches what
+lockstep without a barrier is reported as a race), and C integer types
+beyond what cupyx.jit gives the built-ins (``threadIdx.x`` and friends are
+``numpy.uint32``, see ``threads.py``) and the arguments: a Python float argument becomes ``numpy.float32`` as in
+cupyx.jit, a Python int stays an int (cupyx.jit makes it an int32 or int64;
+one that fits neither is refused at launch), and a ``range`` loop counter
+is a Python int. Array elements keep their NumPy dtype. The compile check (:mod:`minigrad.gpu.compile_check`) catches what
 cupyx.jit's typing refuses.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 import traceback
 
 import numpy as np
 
-from minigrad.gpu.errors import DivergentBarrierError, KernelError, where
+from minigrad.gpu.errors import DivergentBarrierError, KernelError, KernelLaunchError, where
+from minigrad.gpu.simulator import limits, poison, races
 from minigrad.gpu.simulator.counters import LaunchStats
 from minigrad.gpu.simulator.arrays import BlockMemory, GlobalArray
 from minigrad.gpu.simulator.threads import CURRENT
@@ -65,8 +99,8 @@ _INTERNALS = {  # the simulator's own files, whose frames a learner's traceback 
     os.path.join(_HERE, name) for name in os.listdir(_HERE) if name.endswith(".py")
 }
 _last_stats: LaunchStats | None = None
-
-
+_RUNNING = threading.Lock()  # held while a launch runs: the position in threads.CURRENT is global
+_OWNER: list = [None]  # the Python thread that holds it
 def last_launch_stats() -> LaunchStats | None:
     """The counters of the most recent simulated launch (None before any, or after a launch on a GPU)."""
     return _last_stats
@@ -80,6 +114,13 @@ def forget_last_stats() -> None:
 
 def refuse_nested_launch(name: str) -> None:
     """A kernel cannot launch another (no dynamic parallelism here); the simulator runs one launch at a time."""
+    owner = _OWNER[0]
+    if CURRENT.kernel is not None and owner is not None and owner != threading.get_ident():
+        raise KernelLaunchError(
+            f"kernel '{name}' was launched from a second Python thread while kernel '{CURRENT.kernel}' runs on "
+            f"the simulator; the simulator runs one launch at a time: launch from one thread, or wait for "
+            f"the other launch to return"
+        )
     if CURRENT.kernel is not None:
         raise KernelError(
             f"kernel '{name}' was launched while kernel '{CURRENT.kernel}' is running on the simulator; "
@@ -92,15 +133,38 @@ def simulate(name: str, program, barriers: int, parameters, grid, block, args, s
     global _last_stats
     refuse_nested_launch(name)
     _last_stats = None  # a failed launch leaves no counters behind
+    limits.check_size(name, grid, block)
+    if not _RUNNING.acquire(blocking=False):
+        refuse_nested_launch(name)
+        raise KernelLaunchError(
+            f"kernel '{name}' was launched from a second Python thread while another launch runs on the "
+            f"simulator; the simulator runs one launch at a time: launch from one thread"
+        )
+    _OWNER[0] = threading.get_ident()
+    try:
+        with np.errstate(over="ignore"):  # uint32 indices wrap as on a GPU, silently
+            stats = _simulate(name, program, barriers, parameters, grid, block, args, shared_mem)
+    finally:
+        _OWNER[0] = None
+        _RUNNING.release()
+    _last_stats = stats
+    return stats
+
+
+def _simulate(name, program, barriers, parameters, grid, block, args, shared_mem) -> LaunchStats:
     stats = LaunchStats(kernel=name, grid=grid, block=block)
     args = tuple(
-        GlobalArray(value, parameter, stats) if isinstance(value, np.ndarray) else value
+        GlobalArray(value, parameter, stats) if isinstance(value, np.ndarray)
+        else np.float32(value) if type(value) is float else np.complex64(value) if type(value) is complex
+        else value  # cupyx.jit types a Python float as float32 (and complex as complex64)
         for parameter, value in zip(parameters, args)
     )
     threads = [(x, y, z) for z in range(block[2]) for y in range(block[1]) for x in range(block[0])]
+    threads = (threads, [tuple(np.uint32(v) for v in t) for t in threads])
     run_block = _run_block_with_barriers if barriers else _run_block
     started = time.perf_counter()
     CURRENT.begin_launch(name, grid, block, stats)
+    poison.forget()
     try:
         for bz in range(grid[2]):
             for by in range(grid[1]):
@@ -108,8 +172,9 @@ def simulate(name: str, program, barriers: int, parameters, grid, block, args, s
                     memory = BlockMemory(stats, shared_mem)
                     CURRENT.enter_block((bx, by, bz), memory)
                     run_block(program, args, threads, stats, memory)
+                    poison.report()  # garbage from unwritten shared memory reached global memory
                     stats.blocks += 1
-                    stats.threads_launched += len(threads)
+                    stats.threads_launched += len(threads[0])
     except KernelError as error:
         raise error.with_traceback(_ending_in_kernel(error.__traceback__, program)) from None
     except Exception as error:
@@ -117,27 +182,44 @@ def simulate(name: str, program, barriers: int, parameters, grid, block, args, s
         raise _located(error, program) from error
     finally:
         CURRENT.end_launch()
+        poison.forget()
     stats.seconds = time.perf_counter() - started
-    _last_stats = stats
     return stats
 
 
 def _run_block(program, args, threads, stats, memory) -> None:
     enter = CURRENT.enter_thread
-    for linear, thread in enumerate(threads):
-        enter(thread, linear)
+    for linear, (thread, registers) in enumerate(zip(*threads)):
+        enter(thread, linear, registers)
         program(*args)
 
 
 def _run_block_with_barriers(program, args, threads, stats, memory) -> None:
     enter = CURRENT.enter_thread
+    threads, registers = threads
     paused = []
     for linear, thread in enumerate(threads):
-        enter(thread, linear)
+        enter(thread, linear, registers[linear])
         paused.append(program(*args))
+    races.defer(True)  # a race is reported at the round's end, unless the round's barrier is divergent
+    try:
+        _rounds(program, args, threads, registers, paused, stats, memory)
+    except Exception:
+        race = races.take()
+        if race is not None:  # a racy value led to this error: the race is the cause
+            raise race from None
+        raise
+    finally:
+        races.defer(False)
+
+
+def _rounds(program, args, threads, registers, paused, stats, memory) -> None:
+    enter = CURRENT.enter_thread
     waiting = range(len(threads))
+    visits = [{} for _ in threads]  # per thread: (barrier line, loop iterations) -> times reached
+    steps = [0] * len(threads)  # per thread: loop iterations so far (the step limit counts the whole launch)
     while True:
-        arrived: dict[int, int] = {}  # thread -> line of the syncthreads() it waits at
+        arrived: dict[int, tuple] = {}  # thread -> (line of its syncthreads(), loop iterations, occurrence)
         finished: list[int] = []
         # Run every waiting thread to its next barrier or its end. A thread that stops at a warp
         # shuffle instead gets its value once all threads have stopped, and runs on.
@@ -145,24 +227,34 @@ def _run_block_with_barriers(program, args, threads, stats, memory) -> None:
         while running:
             shuffles = {}
             for linear in running:
-                enter(threads[linear], linear)
+                enter(threads[linear], linear, registers[linear])
+                CURRENT.steps = steps[linear]
                 try:
                     stop = paused[linear].send(results.get(linear))
                 except StopIteration:
                     finished.append(linear)
                     continue
-                if type(stop) is int:
-                    arrived[linear] = stop
+                finally:
+                    steps[linear] = CURRENT.steps
+                if len(stop) == 2:  # a barrier: (line, iteration numbers of the loops around it)
+                    seen = visits[linear]
+                    seen[stop] = seen.get(stop, 0) + 1
+                    arrived[linear] = (*stop, seen[stop])
                 else:
                     shuffles[linear] = stop
             if not shuffles:
                 break
             results = exchange(shuffles, _whereabouts(arrived, finished), threads, stats)
             running = list(shuffles)
+        race = races.take()
+        divergent = arrived and (finished or len(set(arrived.values())) > 1)
+        if divergent:
+            note = f" A shared-memory race followed from it: {race}" if race is not None else ""
+            raise DivergentBarrierError(_divergence_message(arrived, finished, threads) + note)
+        if race is not None:
+            raise race
         if not arrived:
             return
-        if finished or len(set(arrived.values())) > 1:
-            raise DivergentBarrierError(_divergence_message(arrived, finished, threads))
         stats.barriers += 1
         memory.barrier()
         waiting = list(arrived)
@@ -174,7 +266,7 @@ def _whereabouts(arrived: dict, finished: list):
 
     def describe(linear: int) -> str:
         if linear in arrived:
-            return f"waits at syncthreads() on line {arrived[linear]}"
+            return f"waits at syncthreads() on line {arrived[linear][0]}"
         return "finished the kernel" if linear in done else "is at another shuffle"
 
     return describe
@@ -187,10 +279,14 @@ def _some(threads: list) -> str:
 
 
 def _divergence_message(arrived: dict, finished: list, threads: list) -> str:
-    groups: dict[int, list] = {}
-    for linear, line in arrived.items():
-        groups.setdefault(line, []).append(threads[linear])
-    parts = [f"{_some(members)} wait at syncthreads() on line {line}" for line, members in sorted(groups.items())]
+    groups: dict[tuple, list] = {}
+    for linear, place in arrived.items():
+        groups.setdefault(place, []).append(threads[linear])
+    lines = {line for line, _, _ in groups}
+    parts = [
+        f"{_some(members)} wait at syncthreads() on line {line}" + (_when(iterations, times) if len(lines) < len(groups) else "")
+        for (line, iterations, times), members in sorted(groups.items())
+    ]
     if finished:
         parts.append(f"{_some([threads[i] for i in finished])} finished the kernel without reaching it")
     return (
@@ -199,6 +295,17 @@ def _divergence_message(arrived: dict, finished: list, threads: list) -> str:
         "computes garbage). Move the barrier out of the if-block or loop that only some threads enter, "
         "and let threads skip work instead of returning early."
     )
+
+
+def _when(iterations: tuple, times: int) -> str:
+    if iterations:
+        shown = ", ".join(_ordinal(i) for i in iterations)
+        return f" in the {shown} iteration of {'its loop' if len(iterations) == 1 else 'its loops'}"
+    return f" (reached for the {_ordinal(times)} time)"
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def _ending_in_kernel(traceback_, program):
