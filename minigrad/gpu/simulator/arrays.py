@@ -27,7 +27,8 @@ import numpy as np
 
 from minigrad.gpu.errors import KernelError, OutOfBoundsError, where
 from minigrad.gpu.simulator import races
-from minigrad.gpu.simulator.races import MANY, RaceDetector
+from minigrad.gpu.simulator.races import MANY, RaceDetector, Steps
+from minigrad.gpu.simulator.sectors import WarpAccesses
 from minigrad.gpu.simulator.threads import CURRENT
 
 
@@ -78,7 +79,7 @@ def _as_index(index, ndim: int, describe):
 class GlobalArray:
     """A NumPy array passed to a kernel, seen through bounds checks and traffic counters."""
 
-    __slots__ = ("_data", "name", "shape", "ndim", "size", "dtype", "_itemsize", "_length", "_stats")
+    __slots__ = ("_data", "name", "shape", "ndim", "size", "dtype", "_itemsize", "_length", "_stats", "_strides")
 
     def __init__(self, data: np.ndarray, name: str, stats):
         self._data = data
@@ -90,6 +91,7 @@ class GlobalArray:
         self._itemsize = data.dtype.itemsize
         self._length = data.shape[0] if data.ndim == 1 else -1
         self._stats = stats
+        self._strides = data.strides  # bytes per step along each axis: where an element lies in the buffer
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -98,13 +100,31 @@ class GlobalArray:
         if type(index) is not int or not 0 <= index < self._length:
             index = self._checked(index, "read")
         self._stats.global_load_bytes += self._itemsize
+        frame = sys._getframe(1)
+        log = CURRENT.memory.warps.loads  # for the sector counts (sectors.py)
+        entries = log.get((id(frame.f_code), frame.f_lasti, self))
+        if entries is None:
+            entries = log.entries(frame, self)
+        entries.append(CURRENT.linear_thread)
+        entries.append(index * self._strides[0] if type(index) is int else self._byte(index))
         return self._data[index]
 
     def __setitem__(self, index, value):
         if type(index) is not int or not 0 <= index < self._length:
             index = self._checked(index, "write")
         self._stats.global_store_bytes += self._itemsize
+        frame = sys._getframe(1)
+        log = CURRENT.memory.warps.stores
+        entries = log.get((id(frame.f_code), frame.f_lasti, self))
+        if entries is None:
+            entries = log.entries(frame, self)
+        entries.append(CURRENT.linear_thread)
+        entries.append(index * self._strides[0] if type(index) is int else self._byte(index))
         self._data[index] = value
+
+    def _byte(self, index: tuple) -> int:
+        """The offset in bytes of a (checked) element of a 2-D or more array in its buffer, for the sector counts."""
+        return sum(map(operator.mul, index, self._strides))
 
     def _atomic_add(self, index, value):
         old = self._data[index]
@@ -141,9 +161,10 @@ class SharedArray:
     """One ``__shared__`` array of one block: bounds-checked, counted, race-checked."""
 
     __slots__ = ("_values", "_scalar", "label", "size", "shape", "dtype", "_itemsize", "_races", "_accesses",
-                 "_stats")
+                 "_stats", "_warps", "_steps")
 
-    def __init__(self, dtype: np.dtype, size: int, label: str, stats):
+    def __init__(self, dtype: np.dtype, size: int, label: str, stats, warps: WarpAccesses | None = None,
+                 steps: Steps | None = None):
         fill = np.nan if dtype.kind in "fc" else (np.iinfo(dtype).max if dtype.kind in "iu" else 0)
         self._scalar = dtype.type
         # A list of NumPy scalars of the array's dtype: reading one is a list lookup (the hot path of
@@ -157,6 +178,8 @@ class SharedArray:
         self._stats = stats
         self._races = RaceDetector(self._race_message)
         self._accesses = self._races.accesses
+        self._warps = (warps if warps is not None else WarpAccesses(stats)).shared  # the block's log of accesses
+        self._steps = steps if steps is not None else Steps()  # the block's loop passes since the barrier
 
     def __len__(self) -> int:
         return self.size
@@ -167,15 +190,30 @@ class SharedArray:
         record = self._accesses.get(index)
         if record is None or record[1] != MANY or record[0] is not None or record[2] is not None:
             # Not the common "only read, by several threads" case: let the detector check and record.
-            self._races.read(index, CURRENT.linear_thread, sys._getframe(1).f_lineno)
+            frame = sys._getframe(1)
+            thread = CURRENT.linear_thread
+            self._races.read(index, thread, frame.f_lineno, self._steps.step(thread, frame))
         self._stats.shared_load_bytes += self._itemsize
+        frame = sys._getframe(1)
+        entries = self._warps.get((id(frame.f_code), frame.f_lasti, self))  # for the bank conflicts (sectors.py)
+        if entries is None:
+            entries = self._warps.entries(frame, self)
+        entries.append(CURRENT.linear_thread)
+        entries.append(index * self._itemsize)
         return self._values[index]
 
     def __setitem__(self, index, value):
         if type(index) is not int or not 0 <= index < self.size:
             index = self._checked(index, "write")
-        self._races.write(index, CURRENT.linear_thread, sys._getframe(1).f_lineno)
+        frame = sys._getframe(1)
+        thread = CURRENT.linear_thread
+        self._races.write(index, thread, frame.f_lineno, self._steps.step(thread, frame))
         self._stats.shared_store_bytes += self._itemsize
+        entries = self._warps.get((id(frame.f_code), frame.f_lasti, self))
+        if entries is None:
+            entries = self._warps.entries(frame, self)
+        entries.append(CURRENT.linear_thread)
+        entries.append(index * self._itemsize)
         self._values[index] = self._scalar(value)
 
     def _atomic_add(self, index, value):
@@ -205,19 +243,26 @@ class SharedArray:
             )
         return i
 
-    def _race_message(self, address, thread, line, verb, other, other_line, other_verb) -> str:
+    def _race_message(self, address, thread, line, verb, other, other_line, other_verb, same_step=False) -> str:
         me = CURRENT.thread_name(thread)
         if other == MANY:
             them = f"other threads of the block {other_verb} it (first on line {other_line})"
         else:
             them = f"thread {CURRENT.thread_name(other)} {other_verb} it on line {other_line}"
         name = _local_name(self) or "shared"
+        head = (f"{where(CURRENT.kernel, CURRENT.block_idx, me)}: shared-memory data race on {name}[{address}] "
+                f"(shared {self.label}): this thread {verb} it on line {line}, and {them}")
+        if same_step:
+            return (
+                f"{head}, in the same step: your partner index {other_verb} this slot in the same phase. Within one "
+                f"step a slot may be written by one thread or read by others, not both, and no barrier can "
+                f"order two accesses of one step. Check which threads are active in the step and which slots "
+                f"they read: the slots written in a step must not be read by another thread in that step."
+            )
         return (
-            f"{where(CURRENT.kernel, CURRENT.block_idx, me)}: shared-memory data race on {name}[{address}] "
-            f"(shared {self.label}): this thread {verb} it on line {line}, and {them}, with no "
-            f"syncthreads() in between. Threads of a block run in no fixed order between barriers, so the "
-            f"result depends on timing. Put a jit.syncthreads() between the two accesses "
-            f"(reached by every thread of the block)."
+            f"{head}, with no barrier between the phases: no syncthreads() between the two accesses. Threads "
+            f"of a block run in no fixed order between barriers, so the result depends on timing. Put a "
+            f"jit.syncthreads() between the two accesses (reached by every thread of the block)."
         )
 
     def __repr__(self) -> str:
@@ -235,6 +280,12 @@ class BlockMemory:
         self._arrays: dict = {}
         self._dynamic_bytes = dynamic_bytes
         self._bytes = 0
+        self.warps = WarpAccesses(stats)  # the block's accesses, grouped into warp instructions
+        self.steps = Steps()  # each thread's loop passes since the last barrier, for the race reports
+
+    def finish(self) -> None:
+        """The block is done: its warp instructions' sectors and bank conflicts go into the counters."""
+        self.warps.finish()
 
     def allocate(self, dtype, size, site) -> SharedArray:
         array = self._arrays.get(site)
@@ -268,7 +319,7 @@ class BlockMemory:
                     f"{SHARED_BYTES_PER_BLOCK:,} bytes; use smaller tiles or fewer shared arrays"
                 )
             label = f"{kind}{dtype}[{size}]"
-            array = self._arrays[site] = SharedArray(dtype, size, label, self._stats)
+            array = self._arrays[site] = SharedArray(dtype, size, label, self._stats, self.warps, self.steps)
         elif array.dtype != dtype or array.size != size:
             raise KernelError(
                 f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: jit.shared_memory declared "
@@ -278,6 +329,7 @@ class BlockMemory:
         return array
 
     def barrier(self) -> None:
+        self.steps.clear()
         for array in self._arrays.values():
             array.barrier()
 
@@ -296,7 +348,9 @@ def atomic_add(array, index, value):
     if isinstance(array, SharedArray):
         if type(index) is not int or not 0 <= index < array.size:
             index = array._checked(index, "atomic_add on")
-        array._races.atomic(index, CURRENT.linear_thread, sys._getframe(1).f_lineno)
+        frame = sys._getframe(1)
+        thread = CURRENT.linear_thread
+        array._races.atomic(index, thread, frame.f_lineno, array._steps.step(thread, frame))
     elif isinstance(array, GlobalArray):
         if type(index) is not int or not 0 <= index < array._length:
             index = array._checked(index, "atomic_add on")

@@ -108,6 +108,7 @@ def simulate(name: str, program, barriers: int, parameters, grid, block, args, s
                     memory = BlockMemory(stats, shared_mem)
                     CURRENT.enter_block((bx, by, bz), memory)
                     run_block(program, args, threads, stats, memory)
+                    memory.finish()  # the block's sectors and bank conflicts (sectors.py)
                     stats.blocks += 1
                     stats.threads_launched += len(threads)
     except KernelError as error:
