@@ -138,3 +138,31 @@ def test_intensity_per_requested_byte_or_per_sector_byte():
     assert s.arithmetic_intensity(256, traffic="sectors") == 256 / (32 * s.global_sectors)
     with pytest.raises(ValueError, match="'requested' or 'sectors'"):
         s.arithmetic_intensity(1, traffic="dram")
+
+
+@jit.rawkernel()
+def masked_column_walk(mask, x, out, rows, cols):
+    """Thread (tx, ty) walks rows ty, ty + 8, ... of column tx and reads x only where mask > 0."""
+    col = jit.threadIdx.x
+    row = jit.threadIdx.y
+    while row < rows:
+        value = np.float32(0)
+        if mask[row, col] > np.float32(0):
+            value = x[row, col]
+        out[row, col] = value
+        row += np.uint32(8)
+
+
+def test_a_load_some_threads_skip_meets_its_warp_in_the_next_pass():
+    """A warp's masked load in a loop is one instruction per pass, however many threads skipped earlier passes."""
+    rows, cols = 32, 32
+    rng = np.random.default_rng(0)
+    mask = rng.choice([-1.0, 1.0], size=(rows, cols)).astype(np.float32)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    out = np.zeros_like(x)
+    masked_column_walk[1, (32, 8)](mask, x, out, rows, cols)
+    np.testing.assert_array_equal(out, np.where(mask > 0, x, 0))
+    s = jit.last_launch_stats()
+    # every row of mask and out is one warp instruction of 4 sectors; x's rows at most 4 sectors each
+    assert s.global_store_sectors == 4 * rows and s.global_store_requests == rows
+    assert 4 * rows <= s.global_load_sectors <= 8 * rows

@@ -28,7 +28,7 @@ import numpy as np
 from minigrad.gpu.errors import KernelError, OutOfBoundsError, where
 from minigrad.gpu.simulator import races
 from minigrad.gpu.simulator.races import MANY, RaceDetector, Steps
-from minigrad.gpu.simulator.sectors import WarpAccesses
+from minigrad.gpu.simulator.sectors import LOAD, SHARED, STORE, WarpAccesses
 from minigrad.gpu.simulator.threads import CURRENT
 
 
@@ -101,12 +101,14 @@ class GlobalArray:
             index = self._checked(index, "read")
         self._stats.global_load_bytes += self._itemsize
         frame = sys._getframe(1)
-        log = CURRENT.memory.warps.loads  # for the sector counts (sectors.py)
-        entries = log.get((id(frame.f_code), frame.f_lasti, self))
-        if entries is None:
-            entries = log.entries(frame, self)
-        entries.append(CURRENT.linear_thread)
-        entries.append(index * self._strides[0] if type(index) is int else self._byte(index))
+        warps = CURRENT.memory.warps  # for the sector counts (sectors.py)
+        site = warps.sites.get((id(frame.f_code), frame.f_lasti, self))
+        if site is None:
+            site = warps.site(frame, self, LOAD)
+        log = warps.log
+        log.append(site)
+        log.append(CURRENT.linear_thread)
+        log.append(index * self._strides[0] if type(index) is int else self._byte(index))
         return self._data[index]
 
     def __setitem__(self, index, value):
@@ -114,12 +116,14 @@ class GlobalArray:
             index = self._checked(index, "write")
         self._stats.global_store_bytes += self._itemsize
         frame = sys._getframe(1)
-        log = CURRENT.memory.warps.stores
-        entries = log.get((id(frame.f_code), frame.f_lasti, self))
-        if entries is None:
-            entries = log.entries(frame, self)
-        entries.append(CURRENT.linear_thread)
-        entries.append(index * self._strides[0] if type(index) is int else self._byte(index))
+        warps = CURRENT.memory.warps
+        site = warps.sites.get((id(frame.f_code), frame.f_lasti, self))
+        if site is None:
+            site = warps.site(frame, self, STORE)
+        log = warps.log
+        log.append(site)
+        log.append(CURRENT.linear_thread)
+        log.append(index * self._strides[0] if type(index) is int else self._byte(index))
         self._data[index] = value
 
     def _byte(self, index: tuple) -> int:
@@ -178,7 +182,7 @@ class SharedArray:
         self._stats = stats
         self._races = RaceDetector(self._race_message)
         self._accesses = self._races.accesses
-        self._warps = (warps if warps is not None else WarpAccesses(stats)).shared  # the block's log of accesses
+        self._warps = warps if warps is not None else WarpAccesses(stats)  # the block's log of accesses
         self._steps = steps if steps is not None else Steps()  # the block's loop passes since the barrier
 
     def __len__(self) -> int:
@@ -195,11 +199,14 @@ class SharedArray:
             self._races.read(index, thread, frame.f_lineno, self._steps.step(thread, frame))
         self._stats.shared_load_bytes += self._itemsize
         frame = sys._getframe(1)
-        entries = self._warps.get((id(frame.f_code), frame.f_lasti, self))  # for the bank conflicts (sectors.py)
-        if entries is None:
-            entries = self._warps.entries(frame, self)
-        entries.append(CURRENT.linear_thread)
-        entries.append(index * self._itemsize)
+        warps = self._warps  # for the bank conflicts (sectors.py)
+        site = warps.sites.get((id(frame.f_code), frame.f_lasti, self))
+        if site is None:
+            site = warps.site(frame, self, SHARED)
+        log = warps.log
+        log.append(site)
+        log.append(CURRENT.linear_thread)
+        log.append(index * self._itemsize)
         return self._values[index]
 
     def __setitem__(self, index, value):
@@ -209,11 +216,14 @@ class SharedArray:
         thread = CURRENT.linear_thread
         self._races.write(index, thread, frame.f_lineno, self._steps.step(thread, frame))
         self._stats.shared_store_bytes += self._itemsize
-        entries = self._warps.get((id(frame.f_code), frame.f_lasti, self))
-        if entries is None:
-            entries = self._warps.entries(frame, self)
-        entries.append(CURRENT.linear_thread)
-        entries.append(index * self._itemsize)
+        warps = self._warps
+        site = warps.sites.get((id(frame.f_code), frame.f_lasti, self))
+        if site is None:
+            site = warps.site(frame, self, SHARED)
+        log = warps.log
+        log.append(site)
+        log.append(thread)
+        log.append(index * self._itemsize)
         self._values[index] = self._scalar(value)
 
     def _atomic_add(self, index, value):
@@ -330,6 +340,7 @@ class BlockMemory:
 
     def barrier(self) -> None:
         self.steps.clear()
+        self.warps.barrier()
         for array in self._arrays.values():
             array.barrier()
 

@@ -51,6 +51,8 @@ class LaunchStats:
     global_load_sectors: int = 0
     global_store_requests: int = 0
     global_store_sectors: int = 0
+    global_load_warp_bytes: int = 0
+    global_store_warp_bytes: int = 0
     shared_requests: int = 0
     shared_wavefronts: int = 0
     shared_max_conflict: int = 0
@@ -73,20 +75,28 @@ class LaunchStats:
 
     @property
     def sector_efficiency(self) -> float:
-        """Requested bytes / sector bytes of the global accesses: 1.0 when coalesced (1.0 if none)."""
-        return self.global_bytes / self.sector_bytes if self.global_sectors else 1.0
+        """Requested bytes / sector bytes of the global accesses: 1.0 when coalesced (1.0 if none).
+
+        The requested bytes are counted per warp instruction, once per
+        distinct address (``global_*_warp_bytes``): threads of a warp reading
+        the same float are served by one transfer, so a broadcast is not
+        counted as more than the sector holds. Without broadcasts they equal
+        ``global_bytes``.
+        """
+        warp_bytes = self.global_load_warp_bytes + self.global_store_warp_bytes
+        return warp_bytes / self.sector_bytes if self.global_sectors else 1.0
 
     @property
     def load_sector_efficiency(self) -> float:
         """:attr:`sector_efficiency` of the global loads alone."""
         sectors = self.global_load_sectors
-        return self.global_load_bytes / (32 * sectors) if sectors else 1.0
+        return self.global_load_warp_bytes / (32 * sectors) if sectors else 1.0
 
     @property
     def store_sector_efficiency(self) -> float:
         """:attr:`sector_efficiency` of the global stores alone."""
         sectors = self.global_store_sectors
-        return self.global_store_bytes / (32 * sectors) if sectors else 1.0
+        return self.global_store_warp_bytes / (32 * sectors) if sectors else 1.0
 
     @property
     def shared_bank_conflicts(self) -> int:

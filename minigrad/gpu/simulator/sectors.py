@@ -17,16 +17,21 @@ warp at once:
   Threads asking for the same word share it (a broadcast costs nothing).
 
 The simulator runs one thread at a time, so it rebuilds the warp
-instructions afterwards: the ``k``-th access a thread makes on a given line of
-the kernel belongs to the same warp instruction as the ``k``-th access the
-other threads of its warp make on that line (``x[i] + y[i]`` is two
-instructions: every thread reads ``x`` first).
-That is how a warp executes when its threads agree on the path through the
-kernel; where they diverge, the grouping is an approximation. The arrays
-(``arrays.py``) only log each access - thread and byte offset, under its
-array and line - and at the end of each block :meth:`WarpAccesses.finish`
-rebuilds the warp instructions with NumPy and adds their sectors and
-conflict degrees to the launch's counters.
+instructions afterwards. A thread's accesses are logged per *site* (a load
+or store in the kernel's bytecode, on one array) together with its *pass*:
+how many times the thread has come back around a loop since the last
+barrier (an access at or before the previous one's place in the same
+function starts a new pass). The ``k``-th access a thread makes at a site in
+a pass belongs to the same warp instruction as the ``k``-th access the other
+threads of its warp make there in the same pass. So a load inside ``if``
+that some threads skip in a loop iteration still meets, in the next
+iteration, the threads that made it there - as the warp does, with the
+skipping threads masked off. Where threads leave a loop after different
+numbers of passes, later accesses are grouped per pass count (a warp then
+needs several instructions for them: an approximation). The arrays
+(``arrays.py``) only log (thread, pass, byte offset); at the end of each
+block :meth:`WarpAccesses.finish` rebuilds the warp instructions with NumPy
+and adds their sectors and conflict degrees to the launch's counters.
 
 Assumptions, stated so the numbers can be checked by hand: every global
 array starts on a sector boundary (CUDA's allocations are 256-byte aligned)
@@ -37,6 +42,9 @@ at bank 0. Atomics are not counted here.
 
 from __future__ import annotations
 
+import bisect
+import dis
+
 import numpy as np
 
 SECTOR_BYTES = 32
@@ -45,115 +53,158 @@ BANK_BYTES = 4
 WARP_SIZE = 32
 
 
-class AccessLog(dict):
-    """One kind of access of one block: ``(id(code), bytecode offset, array)`` -> the line's flat list
-    ``[thread, byte, thread, byte, ...]``, in the order the accesses ran.
+_INSTRUCTION_STARTS: dict = {}  # id(code) -> sorted offsets of its instructions (codes live as long as kernels)
 
-    The arrays look the list up by bytecode offset (cheap) and append to it;
-    :meth:`entries` makes the list on a miss and files it under the source
-    line too, so that every offset of one line (CPython's specialising
-    interpreter reports another offset for the same access once warm) shares
-    one list.
+
+def _instruction_start(code, offset: int) -> int:
+    """The offset of the instruction that ``offset`` lies in.
+
+    CPython's specialising interpreter can report an offset inside an
+    instruction's inline cache for the same access once warm; every offset of
+    one instruction is one site.
     """
+    starts = _INSTRUCTION_STARTS.get(id(code))
+    if starts is None:
+        starts = _INSTRUCTION_STARTS[id(code)] = [instruction.offset for instruction in dis.get_instructions(code)]
+    return starts[bisect.bisect_right(starts, offset) - 1]
 
-    __slots__ = ("by_line",)
 
-    def __init__(self):
-        super().__init__()
-        self.by_line: dict = {}  # (code, line, array) -> list
-
-    def entries(self, frame, array) -> list:
-        line_key = (frame.f_code, frame.f_lineno, array)
-        found = self.by_line.get(line_key)
-        if found is None:
-            found = self.by_line[line_key] = []
-        self[(id(frame.f_code), frame.f_lasti, array)] = found  # id(): hashing a code object is slow
-        return found
-
-    def reset(self) -> None:
-        self.clear()
-        self.by_line.clear()
+LOAD, STORE, SHARED = 0, 1, 2  # the kinds of site
+_BARRIER = -1  # a mark in the log: the block passed a barrier
 
 
 class WarpAccesses:
-    """The global and shared accesses of one block, logged by the arrays and counted per warp instruction."""
+    """The global and shared accesses of one block, logged by the arrays and counted per warp instruction.
 
-    __slots__ = ("_stats", "loads", "stores", "shared")
+    ``sites`` maps ``(id(code), reported offset, array)`` to a site number
+    (a miss goes through :meth:`site`, which files every offset CPython reports
+    for one instruction under one number); ``log`` is one flat list
+    ``[site, thread, byte, site, thread, byte, ...]`` in the order the
+    accesses ran, with a mark at each barrier. Everything else happens in
+    :meth:`finish`, once per block.
+    """
+
+    __slots__ = ("_stats", "sites", "log", "_by_instruction", "_info")
 
     def __init__(self, stats):
         self._stats = stats
-        self.loads = AccessLog()
-        self.stores = AccessLog()
-        self.shared = AccessLog()
+        self.sites: dict = {}
+        self.log: list = []
+        self._by_instruction: dict = {}  # (id(code), instruction offset, array) -> site number
+        self._info: list = []  # site number -> (id(code), instruction offset, kind, array)
+
+    def site(self, frame, array, kind: int) -> int:
+        code = frame.f_code
+        start = _instruction_start(code, frame.f_lasti)
+        key = (id(code), start, array)
+        number = self._by_instruction.get(key)
+        if number is None:
+            number = self._by_instruction[key] = len(self._info)
+            self._info.append((id(code), start, kind, array))
+        self.sites[(id(code), frame.f_lasti, array)] = number  # id(): hashing a code object is slow
+        return number
+
+    def barrier(self) -> None:
+        self.log.extend((_BARRIER, 0, 0))
 
     def finish(self) -> None:
         """The block is done: add its warp instructions' sectors and conflict degrees to the launch's counters."""
-        stats = self._stats
-        for log, kind in ((self.loads, "load"), (self.stores, "store")):
-            requests = sectors = 0
-            for entries in log.by_line.values():
-                if not entries:
-                    continue
-                groups, offsets = _warp_instructions(entries)
-                r, s = _sectors(groups, offsets)
-                requests += r
-                sectors += s
-            if kind == "load":
-                stats.global_load_requests += requests
-                stats.global_load_sectors += sectors
-            else:
-                stats.global_store_requests += requests
-                stats.global_store_sectors += sectors
-        for (_code, _line, array), entries in self.shared.by_line.items():
-            if not entries:
-                continue
-            groups, offsets = _warp_instructions(entries)
-            degrees = _conflict_degrees(groups, offsets, array.dtype.itemsize)
-            stats.shared_requests += degrees.size
-            stats.shared_wavefronts += int(degrees.sum())
-            stats.shared_max_conflict = max(stats.shared_max_conflict, int(degrees.max(initial=0)))
-        self.loads.reset()
-        self.stores.reset()
-        self.shared.reset()
+        if self.log:
+            _count(np.asarray(self.log, dtype=np.int64).reshape(-1, 3), self._info, self._stats)
+        self.log.clear()
+        self.sites.clear()
+        self._by_instruction.clear()
+        self._info.clear()
 
 
-def _warp_instructions(entries: list) -> tuple[np.ndarray, np.ndarray]:
-    """For one line's accesses to one array: each access's warp instruction (an int) and its byte offset.
+def _count(log: np.ndarray, info: list, stats) -> None:
+    """Rebuild the warp instructions of one block's log and add their sectors and bank conflicts to ``stats``."""
+    epoch = np.cumsum(log[:, 0] == _BARRIER)
+    keep = log[:, 0] != _BARRIER
+    site, thread, offset, epoch = log[keep, 0], log[keep, 1], log[keep, 2], epoch[keep]
+    if site.size == 0:
+        return
+    codes = np.array([i[0] for i in info], dtype=np.int64)
+    starts = np.array([i[1] for i in info], dtype=np.int64)
+    kinds = np.array([i[2] for i in info], dtype=np.int64)
+    itemsizes = np.array([i[3].dtype.itemsize for i in info], dtype=np.int64)
+    # Passes: per thread and epoch, in execution order, a new pass starts at an access at or before the
+    # previous access's instruction in the same function (the thread came back around a loop).
+    order = np.lexsort((np.arange(site.size), epoch, thread))
+    t, e, sorted_site = thread[order], epoch[order], site[order]
+    same_run = np.r_[False, (t[1:] == t[:-1]) & (e[1:] == e[:-1])]
+    back = np.r_[False, (codes[sorted_site[1:]] == codes[sorted_site[:-1]])
+                 & (starts[sorted_site[1:]] <= starts[sorted_site[:-1]])]
+    back &= same_run
+    counted = np.cumsum(back)
+    run_start = np.flatnonzero(~same_run)
+    run_of = np.cumsum(~same_run) - 1
+    passes_sorted = counted - counted[run_start][run_of]
+    passes = np.empty_like(passes_sorted)
+    passes[order] = passes_sorted
+    # The k-th access of a thread at a site in a pass: instruction (site, warp, epoch, pass, k).
+    run = _group(site, thread, epoch, passes)
+    by_run = np.argsort(run, kind="stable")
+    ordered = run[by_run]
+    firsts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    occurrence = np.empty_like(run)
+    occurrence[by_run] = np.arange(ordered.size) - np.repeat(firsts, np.diff(np.r_[firsts, ordered.size]))
+    instruction = _group(site, thread // WARP_SIZE, epoch, passes, occurrence)
+    kind = kinds[site]
+    for which, prefix in ((LOAD, "global_load"), (STORE, "global_store")):
+        mask = kind == which
+        if mask.any():
+            requests, sectors, warp_bytes = _sectors(instruction[mask], offset[mask], itemsizes[site[mask]])
+            setattr(stats, f"{prefix}_requests", getattr(stats, f"{prefix}_requests") + requests)
+            setattr(stats, f"{prefix}_sectors", getattr(stats, f"{prefix}_sectors") + sectors)
+            setattr(stats, f"{prefix}_warp_bytes", getattr(stats, f"{prefix}_warp_bytes") + warp_bytes)
+    mask = kind == SHARED
+    if mask.any():
+        degrees = _conflict_degrees(instruction[mask], offset[mask], itemsizes[site[mask]])
+        stats.shared_requests += degrees.size
+        stats.shared_wavefronts += int(degrees.sum())
+        stats.shared_max_conflict = max(stats.shared_max_conflict, int(degrees.max(initial=0)))
 
-    The k-th access of a thread belongs to instruction (warp of the thread, k).
-    """
-    pairs = np.asarray(entries, dtype=np.int64).reshape(-1, 2)
-    threads, offsets = pairs[:, 0], pairs[:, 1]
-    order = np.argsort(threads, kind="stable")
-    ordered = threads[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    lengths = np.diff(np.r_[starts, ordered.size])
-    occurrence = np.empty_like(threads)
-    occurrence[order] = np.arange(ordered.size) - np.repeat(starts, lengths)
-    return (threads // WARP_SIZE) * (int(occurrence.max()) + 1) + occurrence, offsets
+
+def _group(*columns: np.ndarray) -> np.ndarray:
+    """A number per distinct row of ``columns`` (0, 1, ... in sorted order of the rows)."""
+    key = np.zeros(columns[0].size, dtype=np.int64)
+    span = 1
+    for column in columns:
+        low = int(column.min())
+        width = int(column.max()) - low + 1
+        if span * width >= 2**62:  # too wide to pack into one int64: renumber what is packed so far
+            key = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
+            span = int(key.max()) + 1
+            if span * width >= 2**62:
+                raise OverflowError("too many warp instructions in one block to count their sectors")
+        key = key * width + (column - low)
+        span *= width
+    return np.unique(key, return_inverse=True)[1].reshape(-1)
 
 
-def _sectors(groups: np.ndarray, offsets: np.ndarray) -> tuple[int, int]:
-    """(warp instructions, distinct sectors summed over them)."""
-    sectors = offsets // SECTOR_BYTES
-    sectors = sectors - sectors.min()
-    pairs = np.unique(groups * (int(sectors.max()) + 1) + sectors)
-    return int(np.unique(groups).size), int(pairs.size)
+def _sectors(instruction: np.ndarray, offsets: np.ndarray, itemsizes: np.ndarray) -> tuple[int, int, int]:
+    """(warp instructions, distinct sectors summed over them, distinct bytes asked for summed over them)."""
+    pairs = np.unique(_group(instruction, offsets // SECTOR_BYTES)).size
+    elements = _group(instruction, offsets)
+    _, first = np.unique(elements, return_index=True)
+    return int(np.unique(instruction).size), int(pairs), int(itemsizes[first].sum())
 
 
-def _conflict_degrees(groups: np.ndarray, offsets: np.ndarray, itemsize: int) -> np.ndarray:
+def _conflict_degrees(instruction: np.ndarray, offsets: np.ndarray, itemsizes: np.ndarray) -> np.ndarray:
     """The conflict degree of each warp instruction: the most distinct words it asks of one bank."""
     words = offsets // BANK_BYTES
-    if itemsize > BANK_BYTES:  # an 8-byte element spans two banks
-        span = itemsize // BANK_BYTES
-        words = (words[:, None] + np.arange(span)).ravel()
-        groups = np.repeat(groups, span)
-    word_ids = np.unique(groups * (int(words.max()) + 1) + words)  # distinct (instruction, word): broadcasts are free
-    instruction, word = np.divmod(word_ids, int(words.max()) + 1)
-    per_bank, counts = np.unique(instruction * BANKS + word % BANKS, return_counts=True)
-    instruction = per_bank // BANKS
-    starts = np.flatnonzero(np.r_[True, instruction[1:] != instruction[:-1]])
-    return np.maximum.reduceat(counts, starts)
+    wide = itemsizes > BANK_BYTES  # an 8-byte element spans two banks
+    if wide.any():
+        instruction = np.r_[instruction, instruction[wide]]
+        words = np.r_[words, words[wide] + 1]
+    _, first = np.unique(_group(instruction, words), return_index=True)  # broadcasts of one word are free
+    instruction, words = instruction[first], words[first]
+    per_bank = _group(instruction, words % BANKS)
+    _, where, counts = np.unique(per_bank, return_index=True, return_counts=True)
+    owner = instruction[where]  # per_bank numbers sort by instruction first, so owners come in runs
+    firsts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    return np.maximum.reduceat(counts, firsts)
 
 
 def conflict_degree(words) -> int:
