@@ -6,7 +6,8 @@ runs a kernel on the GPU when given CuPy arrays and on the simulator when
 given NumPy arrays. The simulator executes every thread of every block with
 real barriers and turns GPU bugs - out-of-bounds accesses, divergent barriers,
 shared-memory data races - into errors that name the kernel, block, thread
-and index; it counts each launch's memory traffic (``jit.last_launch_stats()``).
+and index; it counts each launch's memory traffic, the 32-byte sectors its
+warps touch and its shared-memory bank conflicts (``jit.last_launch_stats()``).
 
 Importing this package never needs CuPy; it makes ``"cuda"`` a device of the
 tensor core (:mod:`minigrad.gpu.device.backend`): the first ``x.to("cuda")``
@@ -35,39 +36,50 @@ Imports point one way, down this list: ``device/``, ``kernels/``,
 Reading order
 -------------
 The names a kernel is written with, the library's kernels in the order
-chapter 07 teaches them, then how a kernel runs on the CPU (2,007 lines in all):
+chapter 07 teaches them, then how a kernel runs on the CPU (2,585 lines in all):
 
 1. ``jit.py`` (53 lines): the names a kernel is written with.
 2. ``kernels/elementwise.py`` (52 lines): ``alpha * x + y`` with a grid-stride
    loop - thread index, bounds, any grid for any n (exercise 7.1).
 3. ``kernels/bias_relu.py`` (103 lines): elementwise and fused - bias + ReLU
-   forward, and its backward with the bias gradient as a column reduction.
+   forward, and its backward with the bias gradient as a column reduction
+   (exercise 7.4).
 4. ``kernels/block_reduce.py`` (58 lines): a sum with a tree in shared memory
-   and ``syncthreads`` between its steps.
-5. ``kernels/warp_reduce.py`` (66 lines): the same sum with warp shuffles.
-6. ``kernels/matmul.py`` (72 lines): tiled matmul, tiles staged in shared memory.
-7. ``kernels/cross_entropy.py`` (143 lines): fused softmax + cross-entropy,
+   and ``syncthreads`` between its steps (exercise 7.2).
+5. ``kernels/warp_reduce.py`` (68 lines): the same sum with warp shuffles and
+   one barrier (exercise 7.6).
+6. ``kernels/matmul.py`` (72 lines): tiled matmul, tiles staged in shared
+   memory (exercise 7.3).
+7. ``kernels/transpose.py`` (77 lines): a transpose through a padded shared
+   tile - coalesced reads and writes, no bank conflicts (exercise 7.5).
+8. ``kernels/softmax.py`` (89 lines): a row-wise softmax, a block per row and
+   two two-level reductions (exercise 7.7).
+9. ``kernels/cross_entropy.py`` (143 lines): fused softmax + cross-entropy,
    forward (two reductions per row) and backward.
-8. ``kernels/adam.py`` (75 lines): a fused Adam / AdamW step in place.
-9. ``kernels/loss_scale.py`` (60 lines): unscale gradients and flag inf/NaN.
-10. ``kernel.py`` (89 lines): ``@jit.rawkernel()``,
+10. ``kernels/adam.py`` (75 lines): a fused Adam / AdamW step in place.
+11. ``kernels/loss_scale.py`` (60 lines): unscale gradients and flag inf/NaN.
+12. ``kernel.py`` (89 lines): ``@jit.rawkernel()``,
     ``kernel[grid, block](*args)``, and the choice between GPU and simulator.
-11. ``dialect.py`` (67 lines): where each name comes from, and device
+13. ``dialect.py`` (67 lines): where each name comes from, and device
     functions, the helpers a kernel calls.
-12. ``simulator/threads.py`` (130 lines): which thread is running;
+14. ``simulator/threads.py`` (130 lines): which thread is running;
     ``threadIdx``, ``blockIdx``, ``grid()``... read it.
-13. ``simulator/barriers.py`` (150 lines): ``syncthreads()`` (and warp
+15. ``simulator/barriers.py`` (150 lines): ``syncthreads()`` (and warp
     shuffles) rewritten into ``yield``, so a thread can pause at a barrier.
-14. ``simulator/scheduler.py`` (231 lines): blocks, threads, barrier rounds,
+16. ``simulator/scheduler.py`` (232 lines): blocks, threads, barrier rounds,
     divergent barriers; measured speed.
-15. ``simulator/arrays.py`` (311 lines): global and shared arrays with bounds
+17. ``simulator/arrays.py`` (376 lines): global and shared arrays with bounds
     checks, counters and race checks; ``shared_memory``, ``atomic_add``.
-16. ``simulator/races.py`` (107 lines): the shared-memory race detector.
-17. ``simulator/warps.py`` (130 lines): warp shuffles, a meeting point for the
+18. ``simulator/races.py`` (156 lines): the shared-memory race detector: two
+    phases without a barrier, or two partners within one step.
+19. ``simulator/warps.py`` (130 lines): warp shuffles, a meeting point for the
     32 threads of a warp.
-18. ``simulator/counters.py`` (72 lines): what a launch moved, the inputs of a
-    roofline.
-19. ``errors.py`` (38 lines): the error classes and their common prefix.
+20. ``simulator/sectors.py`` (223 lines): a warp's accesses rebuilt from the
+    threads' - 32-byte sectors of global memory, bank conflicts of shared
+    memory.
+21. ``simulator/counters.py`` (144 lines): what a launch moved (requested
+    bytes, sectors, bank conflicts), the inputs of a roofline.
+22. ``errors.py`` (38 lines): the error classes and their common prefix.
 
 Extensions (not on the reading path)
 ------------------------------------
@@ -76,7 +88,7 @@ Extensions (not on the reading path)
   real GPU.
 - ``compile_check.py`` (132 lines): transpile with ``cupyx.jit`` and compile
   with NVRTC, without a GPU (the ``gpu-check`` extra).
-- ``kernels/__init__.py`` (29 lines): the kernels' host wrappers, imported in
+- ``kernels/__init__.py`` (33 lines): the kernels' host wrappers, imported in
   one place.
 - ``kernels/host.py`` (56 lines): what every wrapper needs - the arrays'
   module (NumPy or CuPy), grid sizes, dtype and shape checks.

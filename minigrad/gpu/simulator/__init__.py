@@ -5,6 +5,7 @@ thread is running, ``barriers.py`` makes a thread able to pause at a barrier,
 ``scheduler.py`` runs the blocks and their threads barrier to barrier,
 ``arrays.py`` checks and counts every access to global and shared arrays
 (``races.py`` watches shared memory for races), ``warps.py`` exchanges the
-values of warp shuffles and ``counters.py`` holds what a launch moved. The
-reading order of :mod:`minigrad.gpu` lists them with their sizes.
+values of warp shuffles, ``sectors.py`` rebuilds each warp's accesses into
+32-byte sectors and bank conflicts, and ``counters.py`` holds what a launch
+moved. The reading order of :mod:`minigrad.gpu` lists them with their sizes.
 """
