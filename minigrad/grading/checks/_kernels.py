@@ -101,7 +101,11 @@ def _first_lines(error: Exception, count: int = 6) -> str:
 
 
 def assert_compiles_for_gpu(answer: dict, what: str) -> None:
-    """(grader) The kernel must build for a real GPU where the child could check it."""
+    """(grader) The kernel must build for a real GPU where the child could check it.
+
+    Where it could not (no CuPy), the check rests on the small launch each
+    ``test_the_kernel_builds_for_a_gpu`` makes first, so a stub never scores.
+    """
     if answer.get("checked") and answer.get("error"):
         raise AssertionError(
             f"{what}: the kernel runs on the simulator but would not build for a GPU. {answer['error']}\n"

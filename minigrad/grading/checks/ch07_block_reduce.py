@@ -81,5 +81,6 @@ def test_the_library_wrapper_sums(learner, rng):
 
 @exercise("7.2")
 def test_the_kernel_builds_for_a_gpu(learner, rng):
+    _run(learner, np_generator(rng), BLOCK, 1, "a small launch before the GPU build")
     v = np.zeros(4, np.float32)
     assert_compiles_for_gpu(learner.probe("compile_for_gpu", "block_sum", [v, v, 4]), "block_sum")

@@ -78,6 +78,7 @@ def test_one_block_and_tiny_arrays(learner, rng):
 
 @exercise("7.1")
 def test_the_kernel_builds_for_a_gpu(learner, rng):
+    _run(learner, np_generator(rng), 64, 2, 32, "a small launch before the GPU build")
     v = np.zeros(4, np.float32)
     answer = learner.probe("compile_for_gpu", "scaled_add_kernel", [np.float32(1), v, v, v, 4])
     assert_compiles_for_gpu(answer, "scaled_add_kernel")
