@@ -17,7 +17,8 @@ without caches at the sector level, and :attr:`LaunchStats.sector_efficiency`
 for a coalesced access, 12.5 % when each thread of a warp reads a float32
 from another row. For shared memory, ``shared_wavefronts`` counts the passes
 the banks needed (one per conflict-free warp instruction) and
-``shared_max_conflict`` the worst conflict degree of the launch.
+``shared_max_conflict`` the worst conflict degree of the launch (0 when it
+made no shared-memory access).
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ at bank 0. Atomics are not counted here.
 
 from __future__ import annotations
 
+import array
 import bisect
 import dis
 
@@ -83,7 +84,7 @@ class WarpAccesses:
 
     ``sites`` maps ``(id(code), reported offset, array)`` to a site number
     (a miss goes through :meth:`site`, which files every offset CPython reports
-    for one instruction under one number); ``log`` is one flat list
+    for one instruction under one number); ``log`` is one flat array of int64
     ``[site, thread, byte, site, thread, byte, ...]`` in the order the
     accesses ran, with a mark at each barrier. Everything else happens in
     :meth:`finish`, once per block.
@@ -94,7 +95,7 @@ class WarpAccesses:
     def __init__(self, stats):
         self._stats = stats
         self.sites: dict = {}
-        self.log: list = []
+        self.log = array.array("q")  # 8 bytes per number, no Python int objects: long blocks stay small
         self._by_instruction: dict = {}  # (id(code), instruction offset, array) -> site number
         self._info: list = []  # site number -> (id(code), instruction offset, kind, array)
 
@@ -115,8 +116,8 @@ class WarpAccesses:
     def finish(self) -> None:
         """The block is done: add its warp instructions' sectors and conflict degrees to the launch's counters."""
         if self.log:
-            _count(np.asarray(self.log, dtype=np.int64).reshape(-1, 3), self._info, self._stats)
-        self.log.clear()
+            _count(np.frombuffer(self.log, dtype=np.int64).reshape(-1, 3).copy(), self._info, self._stats)
+        del self.log[:]
         self.sites.clear()
         self._by_instruction.clear()
         self._info.clear()
