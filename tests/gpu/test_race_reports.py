@@ -74,3 +74,19 @@ def test_a_slot_read_and_written_by_partners_in_one_step_is_within_the_phase():
 def test_a_missing_barrier_between_two_lines_is_between_phases():
     message = _report(tree_without_the_barrier_after_the_store)
     assert "no barrier between the phases" in message and "jit.syncthreads()" in message
+
+
+@jit.rawkernel()
+def every_lane_writes_the_warp_slot(x, out):
+    totals = jit.shared_memory(np.float32, 2)
+    warp = jit.threadIdx.x // 32
+    totals[warp] = x[jit.threadIdx.x]
+    jit.syncthreads()
+    if jit.threadIdx.x == 0:
+        out[0] = totals[0] + totals[1]
+
+
+def test_two_writers_of_one_slot_in_one_step_are_told_only_one_may_write():
+    message = _report(every_lane_writes_the_warp_slot)
+    assert "your partner index wrote this slot in the same phase" in message
+    assert "only one thread may write a slot in a step" in message

@@ -262,6 +262,12 @@ class SharedArray:
         name = _local_name(self) or "shared"
         head = (f"{where(CURRENT.kernel, CURRENT.block_idx, me)}: shared-memory data race on {name}[{address}] "
                 f"(shared {self.label}): this thread {verb} it on line {line}, and {them}")
+        if same_step and verb.endswith("writes") and other_verb == "wrote":
+            return (
+                f"{head}, in the same step: your partner index wrote this slot in the same phase. No barrier "
+                f"can order two writes of one step: only one thread may write a slot in a step. Check which "
+                f"threads take part (an if that lets only the slot's owner write, for instance)."
+            )
         if same_step:
             return (
                 f"{head}, in the same step: your partner index {other_verb} this slot in the same phase. Within one "
