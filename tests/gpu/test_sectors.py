@@ -166,3 +166,23 @@ def test_a_load_some_threads_skip_meets_its_warp_in_the_next_pass():
     # every row of mask and out is one warp instruction of 4 sectors; x's rows at most 4 sectors each
     assert s.global_store_sectors == 4 * rows and s.global_store_requests == rows
     assert 4 * rows <= s.global_load_sectors <= 8 * rows
+
+
+@jit.rawkernel()
+def float64_row(out):
+    values = jit.shared_memory(np.float64, 64)
+    t = jit.threadIdx.x
+    values[t] = np.float64(t)
+    jit.syncthreads()
+    out[t] = values[t]
+
+
+def test_an_8_byte_element_spans_two_banks():
+    """32 threads reading 32 adjacent float64 ask for 64 words: two per bank, so two passes (the least 256 bytes
+    can take through 32 banks of 4 bytes; the counter reports it as degree 2)."""
+    out = np.zeros(32, np.float64)
+    float64_row[1, 32](out)
+    np.testing.assert_array_equal(out, np.arange(32))
+    s = jit.last_launch_stats()
+    assert s.shared_max_conflict == 2
+    assert s.global_store_sectors == 8  # 256 bytes

@@ -200,10 +200,11 @@ def _sectors(instruction: np.ndarray, offsets: np.ndarray, itemsizes: np.ndarray
 def _conflict_degrees(instruction: np.ndarray, offsets: np.ndarray, itemsizes: np.ndarray) -> np.ndarray:
     """The conflict degree of each warp instruction: the most distinct words it asks of one bank."""
     words = offsets // BANK_BYTES
-    wide = itemsizes > BANK_BYTES  # an 8-byte element spans two banks
-    if wide.any():
+    for extra in range(1, int(itemsizes.max()) // BANK_BYTES):  # an 8-byte element spans two banks, 16 bytes four
+        wide = itemsizes > extra * BANK_BYTES
         instruction = np.r_[instruction, instruction[wide]]
-        words = np.r_[words, words[wide] + 1]
+        words = np.r_[words, words[wide] + extra]
+        itemsizes = np.r_[itemsizes, itemsizes[wide]]
     _, first = np.unique(_group(instruction, words), return_index=True)  # broadcasts of one word are free
     instruction, words = instruction[first], words[first]
     per_bank = _group(instruction, words % BANKS)
