@@ -33,6 +33,7 @@ with no ``syncthreads()`` between them.
 from __future__ import annotations
 
 from minigrad.gpu.errors import SharedMemoryRaceError
+from minigrad.gpu.simulator.sectors import instruction_start
 
 MANY = -1
 
@@ -43,8 +44,9 @@ class Steps:
     """Per thread of a block: how many times it has come back around a loop since the last barrier.
 
     A thread's accesses within one pass of a loop body run at increasing
-    (line, bytecode offset); an access at or before the previous one (in the
-    same function) starts the next pass. Cleared at every barrier.
+    (line, instruction offset); an access at or before the previous one (in
+    the same function) starts the next pass. Cleared at every barrier. (The
+    sector counts of ``sectors.py`` find passes the same way.)
     """
 
     __slots__ = ("_last",)
@@ -54,7 +56,7 @@ class Steps:
 
     def step(self, thread: int, frame) -> int:
         last = self._last.get(thread)
-        code, line, offset = frame.f_code, frame.f_lineno, frame.f_lasti
+        code, line, offset = frame.f_code, frame.f_lineno, instruction_start(frame.f_code, frame.f_lasti)
         if last is None:
             self._last[thread] = [code, line, offset, 0]
             return 0

@@ -62,7 +62,7 @@ WARP_SIZE = 32
 _INSTRUCTION_STARTS: dict = {}  # id(code) -> sorted offsets of its instructions (codes live as long as kernels)
 
 
-def _instruction_start(code, offset: int) -> int:
+def instruction_start(code, offset: int) -> int:
     """The offset of the instruction that ``offset`` lies in.
 
     CPython's specialising interpreter can report an offset inside an
@@ -101,7 +101,7 @@ class WarpAccesses:
 
     def site(self, frame, array, kind: int) -> int:
         code = frame.f_code
-        start = _instruction_start(code, frame.f_lasti)
+        start = instruction_start(code, frame.f_lasti)
         key = (id(code), start, array)
         number = self._by_instruction.get(key)
         if number is None:
