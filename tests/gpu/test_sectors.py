@@ -186,3 +186,32 @@ def test_an_8_byte_element_spans_two_banks():
     s = jit.last_launch_stats()
     assert s.shared_max_conflict == 2
     assert s.global_store_sectors == 8  # 256 bytes
+
+
+def test_warps_of_different_blocks_never_merge():
+    """Blocks of 48 threads: warps of 32 and 16 threads; 96 floats in 2 blocks touch 4 + 2 + 4 + 2 sectors."""
+    x, out = np.arange(96, dtype=np.float32), np.zeros(96, np.float32)
+    copy[2, 48](x, out, 96)
+    s = jit.last_launch_stats()
+    assert (s.global_load_requests, s.global_load_sectors) == (4, 12)
+
+
+def test_counting_many_blocks_at_once_or_a_few_at_a_time_gives_the_same_counts(monkeypatch):
+    from minigrad.gpu.kernels import shared_memory_transpose
+    from minigrad.gpu.simulator import sectors
+
+    x = np.arange(64 * 96, dtype=np.float32).reshape(64, 96)
+    strided = np.arange(4096, dtype=np.float32)
+
+    def counts():
+        result = []
+        shared_memory_transpose(x)  # 6 blocks with shared memory and a barrier each
+        result.append(jit.last_launch_stats())
+        every_other[7, 96](strided, np.zeros(672, np.float32), 672)  # 7 blocks of 3 warps
+        result.append(jit.last_launch_stats())
+        return [(s.global_load_sectors, s.global_store_sectors, s.global_load_requests, s.shared_wavefronts,
+                 s.shared_requests) for s in result]
+
+    whole = counts()
+    monkeypatch.setattr(sectors, "_FLUSH_NUMBERS", 30)  # count after every block instead of once per launch
+    assert counts() == whole

@@ -296,12 +296,14 @@ class BlockMemory:
         self._arrays: dict = {}
         self._dynamic_bytes = dynamic_bytes
         self._bytes = 0
-        self.warps = WarpAccesses(stats)  # the block's accesses, grouped into warp instructions
+        self.warps = WarpAccesses.of_launch(stats)  # the launch's accesses, counted per warp instruction
+        self.warps.begin_block()
         self.steps = Steps()  # each thread's loop passes since the last barrier, for the race reports
 
     def finish(self) -> None:
-        """The block is done: its warp instructions' sectors and bank conflicts go into the counters."""
-        self.warps.finish()
+        """The block is done; after the launch's last block its warp instructions' counts are in the counters."""
+        last = tuple(CURRENT.block_idx) == tuple(g - 1 for g in CURRENT.grid_dim)  # blocks run in order
+        self.warps.end_block(last)
 
     def allocate(self, dtype, size, site) -> SharedArray:
         array = self._arrays.get(site)

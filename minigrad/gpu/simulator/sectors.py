@@ -30,8 +30,9 @@ skipping threads masked off. Where threads leave a loop after different
 numbers of passes, later accesses are grouped per pass count (a warp then
 needs several instructions for them: an approximation). The arrays
 (``arrays.py``) only log (thread, pass, byte offset); at the end of each
-block :meth:`WarpAccesses.finish` rebuilds the warp instructions with NumPy
-and adds their sectors and conflict degrees to the launch's counters.
+block :meth:`WarpAccesses.finish` rebuilds the warp instructions with NumPy,
+many blocks at a time, and adds their sectors and conflict degrees to the
+launch's counters.
 
 Cost: each access adds a dictionary lookup and three list appends to the
 simulator's hot path, and each block a few NumPy sorts; shared-memory-heavy
@@ -77,17 +78,21 @@ def instruction_start(code, offset: int) -> int:
 
 LOAD, STORE, SHARED = 0, 1, 2  # the kinds of site
 _BARRIER = -1  # a mark in the log: the block passed a barrier
+_BLOCK = -2  # a mark in the log: the next block starts
+_FLUSH_NUMBERS = 3 * 2**20  # count what is logged once a million accesses wait (and at the launch's last block)
+_launch: "WarpAccesses | None" = None  # the log of the launch being simulated (one launch at a time)
 
 
 class WarpAccesses:
-    """The global and shared accesses of one block, logged by the arrays and counted per warp instruction.
+    """The global and shared accesses of a launch's blocks, logged by the arrays and counted per warp instruction.
 
     ``sites`` maps ``(id(code), reported offset, array)`` to a site number
     (a miss goes through :meth:`site`, which files every offset CPython reports
     for one instruction under one number); ``log`` is one flat array of int64
     ``[site, thread, byte, site, thread, byte, ...]`` in the order the
-    accesses ran, with a mark at each barrier. Everything else happens in
-    :meth:`finish`, once per block.
+    accesses ran, with a mark at each barrier and at the start of each block.
+    The counting happens in :meth:`end_block`, for many blocks at once: the
+    launch's last block, or whenever about a million accesses are waiting.
     """
 
     __slots__ = ("_stats", "sites", "log", "_by_instruction", "_info")
@@ -95,9 +100,17 @@ class WarpAccesses:
     def __init__(self, stats):
         self._stats = stats
         self.sites: dict = {}
-        self.log = array.array("q")  # 8 bytes per number, no Python int objects: long blocks stay small
+        self.log = array.array("q")  # 8 bytes per number, no Python int objects: long launches stay small
         self._by_instruction: dict = {}  # (id(code), instruction offset, array) -> site number
         self._info: list = []  # site number -> (id(code), instruction offset, kind, array)
+
+    @classmethod
+    def of_launch(cls, stats) -> "WarpAccesses":
+        """The log of the launch whose counters are ``stats`` (a new one for a new launch)."""
+        global _launch
+        if _launch is None or _launch._stats is not stats:
+            _launch = cls(stats)
+        return _launch
 
     def site(self, frame, array, kind: int) -> int:
         code = frame.f_code
@@ -110,11 +123,22 @@ class WarpAccesses:
         self.sites[(id(code), frame.f_lasti, array)] = number  # id(): hashing a code object is slow
         return number
 
+    def begin_block(self) -> None:
+        self.log.extend((_BLOCK, 0, 0))
+
     def barrier(self) -> None:
         self.log.extend((_BARRIER, 0, 0))
 
+    def end_block(self, last: bool = True) -> None:
+        """A block is done; on the launch's ``last`` block (or a full log) count what is logged into the counters."""
+        global _launch
+        if last or len(self.log) >= _FLUSH_NUMBERS:
+            self.finish()
+        if last and _launch is self:
+            _launch = None
+
     def finish(self) -> None:
-        """The block is done: add its warp instructions' sectors and conflict degrees to the launch's counters."""
+        """Add the logged warp instructions' sectors and conflict degrees to the launch's counters; empty the log."""
         if self.log:
             _count(np.frombuffer(self.log, dtype=np.int64).reshape(-1, 3).copy(), self._info, self._stats)
         del self.log[:]
@@ -124,12 +148,15 @@ class WarpAccesses:
 
 
 def _count(log: np.ndarray, info: list, stats) -> None:
-    """Rebuild the warp instructions of one block's log and add their sectors and bank conflicts to ``stats``."""
+    """Rebuild the warp instructions of the logged blocks and add their sectors and bank conflicts to ``stats``."""
+    block = np.cumsum(log[:, 0] == _BLOCK)
     epoch = np.cumsum(log[:, 0] == _BARRIER)
-    keep = log[:, 0] != _BARRIER
-    site, thread, offset, epoch = log[keep, 0], log[keep, 1], log[keep, 2], epoch[keep]
+    keep = log[:, 0] >= 0
+    site, thread, offset, epoch, block = log[keep, 0], log[keep, 1], log[keep, 2], epoch[keep], block[keep]
     if site.size == 0:
         return
+    warp = block * (int(thread.max()) // WARP_SIZE + 1) + thread // WARP_SIZE  # warps of different blocks differ
+    thread = block * (int(thread.max()) + 1) + thread
     codes = np.array([i[0] for i in info], dtype=np.int64)
     starts = np.array([i[1] for i in info], dtype=np.int64)
     kinds = np.array([i[2] for i in info], dtype=np.int64)
@@ -155,7 +182,7 @@ def _count(log: np.ndarray, info: list, stats) -> None:
     firsts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
     occurrence = np.empty_like(run)
     occurrence[by_run] = np.arange(ordered.size) - np.repeat(firsts, np.diff(np.r_[firsts, ordered.size]))
-    instruction = _group(site, thread // WARP_SIZE, epoch, passes, occurrence)
+    instruction = _group(site, warp, epoch, passes, occurrence)
     kind = kinds[site]
     for which, prefix in ((LOAD, "global_load"), (STORE, "global_store")):
         mask = kind == which
