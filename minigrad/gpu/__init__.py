@@ -36,7 +36,7 @@ Imports point one way, down this list: ``device/``, ``kernels/``,
 Reading order
 -------------
 The names a kernel is written with, the library's kernels in the order
-chapter 07 teaches them, then how a kernel runs on the CPU (2,585 lines in all):
+chapter 07 teaches them, then how a kernel runs on the CPU (2,631 lines in all):
 
 1. ``jit.py`` (53 lines): the names a kernel is written with.
 2. ``kernels/elementwise.py`` (52 lines): ``alpha * x + y`` with a grid-stride
@@ -68,16 +68,16 @@ chapter 07 teaches them, then how a kernel runs on the CPU (2,585 lines in all):
     shuffles) rewritten into ``yield``, so a thread can pause at a barrier.
 16. ``simulator/scheduler.py`` (232 lines): blocks, threads, barrier rounds,
     divergent barriers; measured speed.
-17. ``simulator/arrays.py`` (376 lines): global and shared arrays with bounds
+17. ``simulator/arrays.py`` (384 lines): global and shared arrays with bounds
     checks, counters and race checks; ``shared_memory``, ``atomic_add``.
-18. ``simulator/races.py`` (156 lines): the shared-memory race detector: two
+18. ``simulator/races.py`` (158 lines): the shared-memory race detector: two
     phases without a barrier, or two partners within one step.
 19. ``simulator/warps.py`` (130 lines): warp shuffles, a meeting point for the
     32 threads of a warp.
-20. ``simulator/sectors.py`` (223 lines): a warp's accesses rebuilt from the
+20. ``simulator/sectors.py`` (258 lines): a warp's accesses rebuilt from the
     threads' - 32-byte sectors of global memory, bank conflicts of shared
     memory.
-21. ``simulator/counters.py`` (144 lines): what a launch moved (requested
+21. ``simulator/counters.py`` (145 lines): what a launch moved (requested
     bytes, sectors, bank conflicts), the inputs of a roofline.
 22. ``errors.py`` (38 lines): the error classes and their common prefix.
 
