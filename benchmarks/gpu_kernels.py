@@ -111,6 +111,11 @@ def _ce_reference(xp, logits, targets):
     return loss.mean(keepdims=True), (biggest.astype(np.float64) + log_sum.astype(np.float64))[:, 0]
 
 
+def _softmax_reference(xp, x):
+    e = xp.exp(x - x.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
 def _ce_grad_inputs(xp, rng, size):
     logits, targets = _ce_inputs(xp, rng, size)
     return logits, targets, _ce_reference(xp, logits, targets)[1]
@@ -171,6 +176,12 @@ CASES = [
          lambda xp, rng, s: (_normal(xp, rng, s[:2]), _normal(xp, rng, s[1:])), kernels.tiled_matmul,
          lambda xp, a, b: a @ b, lambda s: 4 * (s[0] * s[1] + s[1] * s[2] + s[0] * s[2]),
          lambda s: 2 * _prod(s), rtol=1e-3, atol=1e-3),
+    Case("transpose, padded tile", lambda gpu: (8192, 8192) if gpu else (64, 96),
+         lambda xp, rng, s: (_normal(xp, rng, s),), kernels.shared_memory_transpose,
+         lambda xp, x: xp.ascontiguousarray(x.T), lambda s: 8 * _prod(s), lambda s: 0, rtol=0, atol=0),
+    Case("softmax rows", lambda gpu: (65536, 512) if gpu else (8, 256),
+         lambda xp, rng, s: (_normal(xp, rng, s) * 5,), kernels.softmax_rows, _softmax_reference,
+         lambda s: 8 * _prod(s), lambda s: 4 * _prod(s), rtol=1e-4, atol=1e-6),
     Case("softmax + CE forward", lambda gpu: (65536, 10) if gpu else (64, 10), _ce_inputs,
          kernels.softmax_cross_entropy, _ce_reference,
          lambda s: 4 * _prod(s) + 8 * s[0] + 8 * s[0], lambda s: 4 * _prod(s), rtol=1e-4, atol=1e-5),
@@ -232,7 +243,8 @@ def simulator_rows(seed: int) -> list[dict]:
             threads=stats.threads_launched, seconds=seconds, threads_per_second=stats.threads_launched / seconds,
             global_load_bytes=stats.global_load_bytes, global_store_bytes=stats.global_store_bytes,
             shared_bytes=stats.shared_bytes, atomics=stats.atomics, barriers=stats.barriers,
-            once_each_bytes=case.bytes_moved(size),
+            global_sectors=stats.global_sectors, sector_efficiency=stats.sector_efficiency,
+            bank_conflict=stats.shared_max_conflict, once_each_bytes=case.bytes_moved(size),
             flop_per_byte=case.flops(size) / stats.global_bytes if stats.global_bytes else float("nan"), ok=ok,
         ))
     return rows
@@ -241,18 +253,22 @@ def simulator_rows(seed: int) -> list[dict]:
 def print_simulator_table(rows: list[dict]) -> None:
     print("minigrad kernels on the simulator (CPU): one launch each; traffic counted by the simulator")
     header = (f"  {'kernel':<25} {'size':>9} {'threads':>7} {'time':>7} {'threads/s':>10} {'global load':>12} "
-              f"{'global store':>12} {'once each':>11} {'shared':>10} {'atomics':>7} {'barriers':>8} "
-              f"{'FLOP/B':>6} {'check':>5}")
+              f"{'global store':>12} {'sectors':>8} {'sector eff':>10} {'once each':>11} {'shared':>10} "
+              f"{'banks':>5} {'atomics':>7} {'barriers':>8} {'FLOP/B':>6} {'check':>5}")
     print(header)
     for r in rows:
+        banks = f"{r['bank_conflict']}-way" if r["bank_conflict"] else "-"
         print(f"  {r['kernel']:<25} {r['size']:>9} {r['threads']:>7,} {r['seconds']:>6.2f}s "
               f"{r['threads_per_second']:>10,.0f} {r['global_load_bytes']:>11,}B {r['global_store_bytes']:>11,}B "
-              f"{r['once_each_bytes']:>10,}B {r['shared_bytes']:>9,}B {r['atomics']:>7,} {r['barriers']:>8,} "
+              f"{r['global_sectors']:>8,} {r['sector_efficiency']:>10.1%} "
+              f"{r['once_each_bytes']:>10,}B {r['shared_bytes']:>9,}B {banks:>5} {r['atomics']:>7,} {r['barriers']:>8,} "
               f"{r['flop_per_byte']:>6.2f} {'ok' if r['ok'] else 'FAIL':>5}")
     total = sum(r["seconds"] for r in rows)
     print(f"  time: wall time of the launch on the simulator ({total:.1f} s in all); once each: the traffic if every input "
-          "element were read once and every output written once; FLOP/B: FLOPs per byte the simulator counted; "
-          "check: result vs NumPy")
+          "element were read once and every output written once; sectors: the 32-byte sectors the warps' global "
+          "loads and stores touched, sector eff: the share of their bytes the threads asked for (100% = coalesced); "
+          "banks: the worst shared-memory bank conflict of a warp access (1-way = none); FLOP/B: FLOPs per "
+          "requested byte the simulator counted (no cache); check: result vs NumPy")
 
 
 def gpu_rows(seed: int, repeat: int) -> tuple[Card, list[dict]]:

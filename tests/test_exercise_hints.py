@@ -114,3 +114,18 @@ def test_no_hint_contains_the_solution_code(chapter):
             for level, text in sorted(hints.get(exercise, {}).items()):
                 leaked = _leaks(text, solution)
                 assert not leaked, f"{exercise} hint {level} contains solution code: {leaked}"
+
+
+INVARIANT_CHAPTERS = ("07",)  # chapters whose level-2 hints follow the stricter rule below
+ASSIGNMENT_OR_INDEX = re.compile(r"`[^`\n]*(?:[^=!<>]=[^=]|\+=|-=|\w\[[^\]`]*\])[^`\n]*`")
+
+
+@pytest.mark.parametrize("chapter", INVARIANT_CHAPTERS)
+def test_level_two_hints_state_the_invariant_without_spelling_out_code(chapter):
+    """A level-2 hint says what holds after each step, and leaves the assignments and indices to the learner:
+    no code span with an assignment (``x = ...``, ``+=``) or a subscript (``a[i + s]``)."""
+    for exercise, levels in hint_cells(chapter).items():
+        text = levels[2]
+        assert "the invariant" in text.split("</summary>")[0], f"{exercise} hint 2: its summary names the invariant"
+        spelled = ASSIGNMENT_OR_INDEX.findall(text)
+        assert not spelled, f"{exercise} hint 2 spells out code: {spelled}"

@@ -25,4 +25,45 @@ def test_the_plot_has_one_roof_per_card_and_a_marker_per_kernel():
     figure = plot_roofline({"scaled add": 2 / 12, "tiled matmul": 4.0})
     [ax] = figure.axes
     assert len([line for line in ax.get_lines() if line.get_linestyle() == "-"]) == len(CARDS)
-    assert len([t for t in ax.texts if "FLOP/B" in t.get_text()]) == 2
+    [key] = [t for t in ax.texts if "FLOP/B" in t.get_text()]
+    assert "1  scaled add: 0.17 FLOP/B" in key.get_text() and "2  tiled matmul: 4 FLOP/B" in key.get_text()
+    assert sorted(t.get_text() for t in ax.texts if t is not key) == ["1", "2"]
+
+
+def _boxes(figure):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    [ax] = figure.axes
+    labels = [t.get_window_extent(renderer) for t in ax.texts]  # the markers' numbers and the key
+    legend = ax.get_legend().get_window_extent(renderer)
+    return labels, legend
+
+
+def test_labels_overlap_neither_each_other_nor_the_legend():
+    kernels = {"scaled add": 2 / 12, "bias + ReLU, fused": 0.17, "naive matmul (requested)": 0.25,
+               "naive matmul (sectors)": 0.5, "tiled matmul (requested)": 3.2, "tiled matmul (sectors)": 3.2}
+    labels, legend = _boxes(plot_roofline(kernels))
+    assert len(labels) == 4 + 1  # kernels of nearly equal intensity share a number; one key names them
+    for i, box in enumerate(labels):
+        assert not box.overlaps(legend), f"label {i} overlaps the legend"
+        for other in labels[i + 1:]:
+            assert not box.overlaps(other), "two kernel labels overlap"
+
+
+def test_the_legend_and_the_chapter_table_give_the_cards_numbers():
+    import json
+    from pathlib import Path
+
+    from minigrad.viz.roofline import card_label
+
+    notebook = Path(__file__).resolve().parents[1] / "chapters" / "07_gpu_kernels.ipynb"
+    text = "".join("".join(c["source"]) for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "markdown")
+    for card in CARDS:
+        row = f"| {card.name} | {card.memory_gb} GB GDDR"
+        assert row in text, f"the chapter's card table has no row for {card.name}"
+        line = text[text.index(row):].splitlines()[0]
+        assert f"| {card.bandwidth_gbs:g} GB/s |" in line and f"| {card.fp32_tflops:.3g} TFLOP/s |" in line, line
+        assert f"{card.bandwidth_gbs:g} GB/s, {card.fp32_tflops:.3g} TFLOP/s" in card_label(card)

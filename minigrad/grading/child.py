@@ -6,7 +6,9 @@ back on another (see :mod:`minigrad.grading.wire`); the learner's prints go to
 the log. Order of events:
 
 1. read the submission file, put it in place of the graded library module
-   (:func:`guard.install_finder`), import the check module to find its probes;
+   (:func:`guard.install_finder`), import the check module to find its probes
+   and run its ``prepare_child()`` if it has one (e.g. load the compiler
+   libraries a probe needs, which the audit hook would refuse to load later);
 2. install the audit hook, seal (forget the grading modules), load the submission;
 3. say hello (with the load error, if any), then answer each request:
    ``{"id", "ok"}`` with the answer, or ``{"id", "error", "where", "mro"}``.
@@ -96,6 +98,9 @@ def main(argv: list[str]) -> int:
         raise RuntimeError(f"{config['checks']} imports {config['module']} at module level: import it inside functions")
     probes = probes_in(checks)
     probes["call"], probes["call_each"] = call, call_each
+    prepare = getattr(checks, "prepare_child", None)
+    if callable(prepare):
+        prepare()
     the_guard = guard.Guard(config["protected_files"], config["protected_dirs"], (requests, answers))
     sys.addaudithook(the_guard)
     write_frame, read_frame, to_wire, WireError = wire.write_frame, wire.read_frame, wire.to_wire, wire.WireError

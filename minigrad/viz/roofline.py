@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 
 from minigrad.viz.figure_display import show_figures_as_png
 
-__all__ = ["Card", "CARDS", "attainable_gflops", "plot_roofline", "card_table"]
+__all__ = ["Card", "CARDS", "attainable_gflops", "plot_roofline", "card_table", "card_label"]
 
 
 @dataclass(frozen=True)
@@ -61,14 +61,38 @@ def card_table(cards: Sequence[Card] = CARDS) -> str:
     """The cards as a Markdown table: memory, bandwidth, FP32 peak, ridge point."""
     rows = ["| card | memory | bandwidth | FP32 peak | ridge point |", "|---|---|---|---|---|"]
     for c in cards:
-        rows.append(f"| {c.name} | {c.memory_gb} GB | {c.bandwidth_gbs:g} GB/s | {c.fp32_tflops:g} TFLOP/s "
+        rows.append(f"| {c.name} | {c.memory_gb} GB | {c.bandwidth_gbs:g} GB/s | {c.fp32_tflops:.3g} TFLOP/s "
                     f"| {c.ridge_point:.1f} FLOP/B |")
     return "\n".join(rows)
 
 
+def card_label(card: Card) -> str:
+    """A card as the chapter's table writes it: name, bandwidth in GB/s, FP32 peak in TFLOP/s (3 digits)."""
+    return f"{card.name} ({card.bandwidth_gbs:g} GB/s, {card.fp32_tflops:.3g} TFLOP/s)"
+
+
+def _merged(kernels: dict[str, float], close: float = 1.25) -> list[tuple[list[str], float]]:
+    """Kernels in order of intensity, those within a factor ``close`` of each other under one label."""
+    groups: list[tuple[list[str], float]] = []
+    for name, intensity in sorted(kernels.items(), key=lambda item: item[1]):
+        if groups and intensity <= groups[-1][1] * close:
+            groups[-1][0].append(name)
+        else:
+            groups.append(([name], intensity))
+    return groups
+
+
 def plot_roofline(kernels: dict[str, float], cards: Sequence[Card] = CARDS, ax=None,
-                  title: str = "Roofline: attainable FP32 throughput") -> Figure:
-    """One roof per card (log-log) and a marker per kernel at its intensity (``{name: FLOPs per byte}``)."""
+                  title: str = "Roofline: attainable FP32 throughput",
+                  xlabel: str = "arithmetic intensity (FLOPs per byte of global memory traffic)") -> Figure:
+    """One roof per card (log-log) and a marker per kernel at its intensity (``{name: FLOPs per byte}``).
+
+    Each marker carries a number (kernels of nearly the same intensity share
+    one), and a key in the empty upper-left corner names them with their
+    intensities: long names never collide with each other or with the
+    roofs. The legend, in the empty lower-right corner, writes each card as
+    the chapter's table does.
+    """
     show_figures_as_png()
     if ax is None:
         figure = Figure(figsize=(7.5, 4.6))
@@ -81,19 +105,25 @@ def plot_roofline(kernels: dict[str, float], cards: Sequence[Card] = CARDS, ax=N
     colours = ["#8a94a3", "#e07b39", "#3b7dd8", "#3f9e5a", "#8a5cc7"]
     for card, colour in zip(cards, colours * 4):
         roof = [attainable_gflops(card, i) for i in intensities]
-        ax.loglog(intensities, roof, color=colour, lw=1.8, label=f"{card.name} ({card.bandwidth_gbs:g} GB/s, "
-                                                                   f"{card.fp32_tflops:g} TFLOP/s)")
+        ax.loglog(intensities, roof, color=colour, lw=1.8, label=card_label(card))
     slowest = min(cards, key=lambda c: c.bandwidth_gbs) if cards else None
-    for name, intensity in sorted(kernels.items(), key=lambda item: item[1]):
+    key = []
+    for number, (names, intensity) in enumerate(_merged(kernels), start=1):
         ax.axvline(intensity, color="#4b5563", lw=0.8, ls=":")
-        if slowest is not None:  # the marker sits on the lowest roof; the label below it
+        key.append(f"{number}  {' / '.join(names)}: {intensity:.2g} FLOP/B")
+        if slowest is not None:  # the marker sits on the lowest roof, its number alternately below and above
             y = attainable_gflops(slowest, intensity)
             ax.plot([intensity], [y], "o", color="#1f2937", ms=5)
-            ax.annotate(f"{name}\n{intensity:.2g} FLOP/B", (intensity, y), fontsize=8, xytext=(5, -22),
-                        textcoords="offset points", color="#1f2937")
-    ax.set_xlabel("arithmetic intensity (FLOPs per byte of global memory traffic)")
+            below = number % 2 == 1
+            ax.annotate(str(number), (intensity, y), fontsize=8, fontweight="bold", color="#1f2937",
+                        xytext=(4, -5 if below else 5), textcoords="offset points", va="top" if below else "bottom")
+    if key:  # the kernels' names in the corner above the roofs, with head room made for them
+        ax.set_ylim(top=30 * max(card.fp32_tflops * 1000 for card in cards) if cards else None)
+        ax.text(0.02, 0.97, "\n".join(key), transform=ax.transAxes, fontsize=8, va="top", ha="left",
+                color="#1f2937", bbox={"boxstyle": "round,pad=0.4", "fc": "white", "ec": "#d1d5db"})
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("attainable GFLOP/s")
     ax.set_title(title, fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc="lower right")  # the other empty corner: under the flat roofs
     return figure

@@ -42,6 +42,17 @@ def test_every_library_kernel_on_the_simulator_matches_its_reference():
         assert r["threads"] > 0 and r["threads_per_second"] > 0 and r["global_load_bytes"] > 0, r
     matmul = next(r for r in rows if "matmul" in r["kernel"])
     assert matmul["shared_bytes"] > 0 and matmul["barriers"] > 0
+    transpose = next(r for r in rows if "transpose" in r["kernel"])
+    assert transpose["sector_efficiency"] == 1.0 and transpose["bank_conflict"] == 1  # coalesced, conflict-free
+    assert all(0 < r["sector_efficiency"] <= 1 and r["global_sectors"] > 0 for r in rows)
+
+
+def test_the_simulator_table_prints_sectors_beside_the_traffic(capsys):
+    rows = [r for r in gpu_kernels.simulator_rows(seed=0) if r["kernel"] == "transpose, padded tile"]
+    gpu_kernels.print_simulator_table(rows)
+    header, row = capsys.readouterr().out.splitlines()[1:3]
+    assert header.index("global store") < header.index("sectors") < header.index("sector eff")
+    assert "100.0%" in row and "1-way" in row
 
 
 def test_wrong_kernel_output_is_reported_as_a_failed_check():

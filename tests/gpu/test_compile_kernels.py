@@ -26,7 +26,7 @@ for module, wheel in [
 
 from minigrad.gpu import compile_check  # noqa: E402
 from minigrad.gpu.kernels import (  # noqa: E402
-    adam, bias_relu, block_reduce, cross_entropy, elementwise, loss_scale, matmul, warp_reduce,
+    adam, bias_relu, block_reduce, cross_entropy, elementwise, loss_scale, matmul, softmax, transpose, warp_reduce,
 )
 
 vector = np.zeros(4, np.float32)
@@ -41,6 +41,8 @@ EXAMPLES = {
     "block_sum": (block_reduce.block_sum, (vector, vector, 4)),
     "warp_sum": (warp_reduce.warp_sum, (vector, vector, 4)),
     "tiled_matmul_kernel": (matmul.tiled_matmul_kernel, (matrix, matrix, matrix, 4, 4, 4)),
+    "transpose_kernel": (transpose.transpose_kernel, (matrix, matrix, 4, 4)),
+    "softmax_rows_kernel": (softmax.softmax_rows_kernel, (matrix, matrix, 4, 4)),
     "softmax_cross_entropy_forward": (
         cross_entropy.softmax_cross_entropy_forward, (matrix, targets, vector, vector, 4, 4)
     ),
@@ -55,7 +57,8 @@ EXAMPLES = {
 def test_every_library_kernel_has_an_example():
     from minigrad.gpu.kernel import RawKernel
 
-    modules = [adam, bias_relu, block_reduce, cross_entropy, elementwise, loss_scale, matmul, warp_reduce]
+    modules = [adam, bias_relu, block_reduce, cross_entropy, elementwise, loss_scale, matmul, softmax, transpose,
+               warp_reduce]
     kernels = {name for m in modules for name, value in vars(m).items() if isinstance(value, RawKernel)}
     assert kernels == set(EXAMPLES)
 

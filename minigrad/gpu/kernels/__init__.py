@@ -13,6 +13,8 @@ from minigrad.gpu.kernels.elementwise import scaled_add
 from minigrad.gpu.kernels.loss_scale import unscale_and_check
 from minigrad.gpu.kernels.cross_entropy import softmax_cross_entropy, softmax_cross_entropy_grad
 from minigrad.gpu.kernels.matmul import tiled_matmul
+from minigrad.gpu.kernels.softmax import softmax_rows
+from minigrad.gpu.kernels.transpose import shared_memory_transpose
 from minigrad.gpu.kernels.warp_reduce import warp_shuffle_sum
 
 __all__ = [
@@ -22,6 +24,8 @@ __all__ = [
     "shared_memory_sum",
     "warp_shuffle_sum",
     "tiled_matmul",
+    "shared_memory_transpose",
+    "softmax_rows",
     "softmax_cross_entropy",
     "softmax_cross_entropy_grad",
     "fused_adam_step",

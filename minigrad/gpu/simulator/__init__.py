@@ -7,6 +7,7 @@ running, ``barriers.py`` makes a thread able to pause at a barrier,
 ``limits.py``'s limits, ``arrays.py`` checks and counts every access to global
 and shared arrays (``poison.py`` stands for unwritten shared memory,
 ``races.py`` watches it for races), ``warps.py`` exchanges the values of warp
-shuffles and ``counters.py`` holds what a launch moved. The reading order of
-:mod:`minigrad.gpu` lists them with their sizes.
+shuffles, ``sectors.py`` rebuilds each warp's accesses into 32-byte sectors
+and bank conflicts, and ``counters.py`` holds what a launch moved. The reading
+order of :mod:`minigrad.gpu` lists them with their sizes.
 """

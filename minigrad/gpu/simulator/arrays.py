@@ -33,7 +33,8 @@ from minigrad.gpu.errors import KernelError, KernelSourceError, OutOfBoundsError
 from minigrad.gpu.simulator import races
 from minigrad.gpu.simulator import poison
 from minigrad.gpu.simulator.poison import Poison
-from minigrad.gpu.simulator.races import MANY, RaceDetector
+from minigrad.gpu.simulator.races import MANY, RaceDetector, Steps
+from minigrad.gpu.simulator.sectors import LOAD, SHARED, STORE, WarpAccesses
 from minigrad.gpu.simulator.threads import CURRENT
 
 
@@ -87,7 +88,7 @@ def _as_index(index, ndim: int, describe):
 class GlobalArray:
     """A NumPy array passed to a kernel, seen through bounds checks and traffic counters."""
 
-    __slots__ = ("_data", "name", "shape", "ndim", "size", "dtype", "_itemsize", "_length", "_stats")
+    __slots__ = ("_data", "name", "shape", "ndim", "size", "dtype", "_itemsize", "_length", "_stats", "_strides")
 
     def __init__(self, data: np.ndarray, name: str, stats):
         self._data = data
@@ -99,6 +100,7 @@ class GlobalArray:
         self._itemsize = data.dtype.itemsize
         self._length = data.shape[0] if data.ndim == 1 else -1
         self._stats = stats
+        self._strides = data.strides  # bytes per step along each axis: where an element lies in the buffer
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -109,6 +111,15 @@ class GlobalArray:
         if type(index) is not int or not 0 <= index < self._length:
             index = self._checked(index, "read")
         self._stats.global_load_bytes += self._itemsize
+        frame = sys._getframe(1)
+        warps = CURRENT.memory.warps  # for the sector counts (sectors.py)
+        site = warps.sites.get((id(frame.f_code), frame.f_lasti, self))
+        if site is None:
+            site = warps.site(frame, self, LOAD)
+        log = warps.log
+        log.append(site)
+        log.append(CURRENT.linear_thread)
+        log.append(index * self._strides[0] if type(index) is int else self._byte(index))
         return self._data[index]
 
     def __setitem__(self, index, value):
@@ -117,12 +128,25 @@ class GlobalArray:
         if type(index) is not int or not 0 <= index < self._length:
             index = self._checked(index, "write")
         self._stats.global_store_bytes += self._itemsize
+        frame = sys._getframe(1)
+        warps = CURRENT.memory.warps
+        site = warps.sites.get((id(frame.f_code), frame.f_lasti, self))
+        if site is None:
+            site = warps.site(frame, self, STORE)
+        log = warps.log
+        log.append(site)
+        log.append(CURRENT.linear_thread)
+        log.append(index * self._strides[0] if type(index) is int else self._byte(index))
         try:
             self._data[index] = value
         except (TypeError, ValueError):
             if type(value) is GlobalArray:  # out[i] = x with x an array: say so, not NumPy's "sequence"
                 value._not_a_number()
             raise
+
+    def _byte(self, index: tuple) -> int:
+        """The offset in bytes of a (checked) element of a 2-D or more array in its buffer, for the sector counts."""
+        return sum(map(operator.mul, index, self._strides))
 
     def _atomic_add(self, index, value):
         old = self._data[index]
@@ -177,9 +201,10 @@ class SharedArray:
     """One ``__shared__`` array of one block: bounds-checked, counted, race-checked."""
 
     __slots__ = ("_values", "_scalar", "label", "size", "shape", "dtype", "_itemsize", "_races", "_accesses",
-                 "_stats")
+                 "_stats", "_warps", "_steps")
 
-    def __init__(self, dtype: np.dtype, size: int, label: str, stats):
+    def __init__(self, dtype: np.dtype, size: int, label: str, stats, warps: WarpAccesses | None = None,
+                 steps: Steps | None = None):
         self._scalar = dtype.type
         # A list of NumPy scalars of the array's dtype: reading one is a list lookup (the hot path of
         # tiled kernels) and arithmetic on it still rounds as the dtype does. _UNSET: never written.
@@ -192,6 +217,8 @@ class SharedArray:
         self._stats = stats
         self._races = RaceDetector(self._race_message)
         self._accesses = self._races.accesses
+        self._warps = warps if warps is not None else WarpAccesses(stats)  # the block's log of accesses
+        self._steps = steps if steps is not None else Steps()  # the block's loop passes since the barrier
 
     def __len__(self) -> int:
         return self.size
@@ -204,8 +231,19 @@ class SharedArray:
         record = self._accesses.get(index)
         if record is None or record[1] != MANY or record[0] is not None or record[2] is not None:
             # Not the common "only read, by several threads" case: let the detector check and record.
-            self._races.read(index, CURRENT.linear_thread, sys._getframe(1).f_lineno)
+            frame = sys._getframe(1)
+            thread = CURRENT.linear_thread
+            self._races.read(index, thread, frame.f_lineno, self._steps.step(thread, frame))
         self._stats.shared_load_bytes += self._itemsize
+        frame = sys._getframe(1)
+        warps = self._warps  # for the bank conflicts (sectors.py)
+        site = warps.sites.get((id(frame.f_code), frame.f_lasti, self))
+        if site is None:
+            site = warps.site(frame, self, SHARED)
+        log = warps.log
+        log.append(site)
+        log.append(CURRENT.linear_thread)
+        log.append(index * self._itemsize)
         value = self._values[index]
         return self._unset(index, "reads") if value is _UNSET else value
 
@@ -214,8 +252,18 @@ class SharedArray:
             index = int(index)
         if type(index) is not int or not 0 <= index < self.size:
             index = self._checked(index, "write")
-        self._races.write(index, CURRENT.linear_thread, sys._getframe(1).f_lineno)
+        frame = sys._getframe(1)
+        thread = CURRENT.linear_thread
+        self._races.write(index, thread, frame.f_lineno, self._steps.step(thread, frame))
         self._stats.shared_store_bytes += self._itemsize
+        warps = self._warps
+        site = warps.sites.get((id(frame.f_code), frame.f_lasti, self))
+        if site is None:
+            site = warps.site(frame, self, SHARED)
+        log = warps.log
+        log.append(site)
+        log.append(thread)
+        log.append(index * self._itemsize)
         self._values[index] = value if type(value) is Poison else self._scalar(value)
 
     def _atomic_add(self, index, value):
@@ -260,19 +308,32 @@ class SharedArray:
             )
         return i
 
-    def _race_message(self, address, thread, line, verb, other, other_line, other_verb) -> str:
+    def _race_message(self, address, thread, line, verb, other, other_line, other_verb, same_step=False) -> str:
         me = CURRENT.thread_name(thread)
         if other == MANY:
             them = f"other threads of the block {other_verb} it (first on line {other_line})"
         else:
             them = f"thread {CURRENT.thread_name(other)} {other_verb} it on line {other_line}"
         name = _local_name(self) or "shared"
+        head = (f"{where(CURRENT.kernel, CURRENT.block_idx, me)}: shared-memory data race on {name}[{address}] "
+                f"(shared {self.label}): this thread {verb} it on line {line}, and {them}")
+        if same_step and verb.endswith("writes") and other_verb == "wrote":
+            return (
+                f"{head}, in the same step: your partner index wrote this slot in the same phase. No barrier "
+                f"can order two writes of one step: only one thread may write a slot in a step. Check which "
+                f"threads take part (an if that lets only the slot's owner write, for instance)."
+            )
+        if same_step:
+            return (
+                f"{head}, in the same step: your partner index {other_verb} this slot in the same phase. Within one "
+                f"step a slot may be written by one thread or read by others, not both, and no barrier can "
+                f"order two accesses of one step. Check which threads are active in the step and which slots "
+                f"they read: the slots written in a step must not be read by another thread in that step."
+            )
         return (
-            f"{where(CURRENT.kernel, CURRENT.block_idx, me)}: shared-memory data race on {name}[{address}] "
-            f"(shared {self.label}): this thread {verb} it on line {line}, and {them}, with no "
-            f"syncthreads() in between. Threads of a block run in no fixed order between barriers, so the "
-            f"result depends on timing. Put a jit.syncthreads() between the two accesses "
-            f"(reached by every thread of the block)."
+            f"{head}, with no barrier between the phases: no syncthreads() between the two accesses. Threads "
+            f"of a block run in no fixed order between barriers, so the result depends on timing. Put a "
+            f"jit.syncthreads() between the two accesses (reached by every thread of the block)."
         )
 
     def __repr__(self) -> str:
@@ -291,6 +352,14 @@ class BlockMemory:
         self._arrays: dict = {}
         self._dynamic_bytes = dynamic_bytes
         self._bytes = 0
+        self.warps = WarpAccesses.of_launch(stats)  # the launch's accesses, counted per warp instruction
+        self.warps.begin_block()
+        self.steps = Steps()  # each thread's loop passes since the last barrier, for the race reports
+
+    def finish(self) -> None:
+        """The block is done; after the launch's last block its warp instructions' counts are in the counters."""
+        last = tuple(CURRENT.block_idx) == tuple(g - 1 for g in CURRENT.grid_dim)  # blocks run in order
+        self.warps.end_block(last)
 
     def allocate(self, dtype, size, site) -> SharedArray:
         if size is None:  # every dynamic array is the one extern __shared__ buffer of the block
@@ -340,7 +409,7 @@ class BlockMemory:
                     f"{SHARED_BYTES_PER_BLOCK:,} bytes; use smaller tiles or fewer shared arrays"
                 )
             label = f"{kind}{dtype}[{size}]"
-            array = self._arrays[site] = SharedArray(dtype, size, label, self._stats)
+            array = self._arrays[site] = SharedArray(dtype, size, label, self._stats, self.warps, self.steps)
         elif array.dtype != dtype or array.size != size:
             raise KernelError(
                 f"{where(CURRENT.kernel, CURRENT.block_idx, CURRENT.thread_idx)}: jit.shared_memory declared "
@@ -351,6 +420,8 @@ class BlockMemory:
 
     def barrier(self) -> None:
         poison.report()
+        self.steps.clear()
+        self.warps.barrier()
         for array in self._arrays.values():
             array.barrier()
 
@@ -369,7 +440,9 @@ def atomic_add(array, index, value):
     if isinstance(array, SharedArray):
         if type(index) is not int or not 0 <= index < array.size:
             index = array._checked(index, "atomic_add on")
-        array._races.atomic(index, CURRENT.linear_thread, sys._getframe(1).f_lineno)
+        frame = sys._getframe(1)
+        thread = CURRENT.linear_thread
+        array._races.atomic(index, thread, frame.f_lineno, array._steps.step(thread, frame))
     elif isinstance(array, GlobalArray):
         if type(index) is not int or not 0 <= index < array._length:
             index = array._checked(index, "atomic_add on")

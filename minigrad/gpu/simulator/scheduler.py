@@ -173,6 +173,7 @@ def _simulate(name, program, barriers, parameters, grid, block, args, shared_mem
                     CURRENT.enter_block((bx, by, bz), memory)
                     run_block(program, args, threads, stats, memory)
                     poison.report()  # garbage from unwritten shared memory reached global memory
+                    memory.finish()  # the block's sectors and bank conflicts (sectors.py)
                     stats.blocks += 1
                     stats.threads_launched += len(threads[0])
     except KernelError as error:

@@ -8,17 +8,23 @@ upstream gradient the grader draws. Here the grader checks ``grad_x`` and
 shapes that fill the blocks and ragged ones, and reads the launch's counters:
 fused, the kernel reads each element of ``out`` and ``grad_out`` at most once.
 A missing barrier in the column sum is a shared-memory race, reported with
-the simulator's message.
+the simulator's message. With whole blocks of columns the warps' accesses
+must be coalesced (no more 32-byte sectors than reading and writing the
+matrices whole needs, give or take 10 %), and where CuPy is installed the kernel must build for a GPU.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from minigrad.grading.checks._kernels import assert_close, launch, nan_array, np_generator
+from minigrad.grading.checks._kernels import (
+    assert_close, assert_compiles_for_gpu, assert_sectors_within, compile_for_gpu, launch, nan_array, np_generator,
+    prepare_child,
+)
 from minigrad.grading.probing import exercise, probe
 
 launch = probe(launch)
+compile_for_gpu = probe(compile_for_gpu)
 COLS, ROWS = 32, 8
 
 
@@ -57,7 +63,7 @@ def _finite_differences(x, bias, grad_out, eps: float = 1e-6):
     return grad_x, grad_bias
 
 
-def _run(learner, gen, rows: int, cols: int, what: str) -> None:
+def _run(learner, gen, rows: int, cols: int, what: str, coalesced: bool = False) -> None:
     x, bias, out, grad_out = _problem(gen, rows, cols)
     blocks = (cols + COLS - 1) // COLS
     args = [grad_out, out, nan_array((rows, cols)), nan_array(cols), rows, cols]
@@ -72,12 +78,14 @@ def _run(learner, gen, rows: int, cols: int, what: str) -> None:
         f"{where}: the launch read {loads} bytes of global memory, more than once each element of out and "
         f"grad_out ({8 * rows * cols} bytes): does a thread visit a row twice, or read grad_out again for the sum?"
     )
+    if coalesced:  # grad_out is read only where out > 0: count sectors, not the share of requested bytes
+        assert_sectors_within(answer["stats"], where, load_bytes=8 * rows * cols, store_bytes=4 * rows * cols + 4 * cols)
 
 
 @exercise("7.4")
 def test_full_blocks(learner, rng):
     gen = np_generator(rng)
-    _run(learner, gen, ROWS * int(gen.integers(1, 3)), COLS, "one block, rows a multiple of its height")
+    _run(learner, gen, ROWS * int(gen.integers(1, 3)), COLS, "one block, rows a multiple of its height", coalesced=True)
 
 
 @exercise("7.4")
@@ -102,3 +110,11 @@ def test_the_library_wrapper(learner, rng):
     where = f"fused_bias_relu_backward on {rows} x {cols}"
     assert_close(grad_x, fd_x, f"{where}: grad_x vs finite differences", rtol=1e-4, atol=1e-4)
     assert_close(grad_bias, fd_bias, f"{where}: grad_bias vs finite differences", rtol=1e-4, atol=1e-4)
+
+
+@exercise("7.4")
+def test_the_kernel_builds_for_a_gpu(learner, rng):
+    _run(learner, np_generator(rng), ROWS, COLS, "a small launch before the GPU build")
+    m, v = np.zeros((4, 4), np.float32), np.zeros(4, np.float32)
+    answer = learner.probe("compile_for_gpu", "bias_relu_backward", [m, m, m, v, 4, 4])
+    assert_compiles_for_gpu(answer, "bias_relu_backward")

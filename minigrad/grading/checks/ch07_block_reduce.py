@@ -5,18 +5,24 @@ The learner's ``block_sum`` runs on the simulator in the child, in blocks of
 them up in float64 here and compares (float32 tolerance: 1e-5 of the sum of
 absolute values). The simulator watches shared memory: a step of the tree
 that reads what another thread wrote without a barrier in between is a data
-race, reported with the simulator's message, and costs the check.
+race, reported with the simulator's message, and costs the check. The
+counters show the tree: a block of 256 passes one barrier per level of the
+tree (8) and one after the stores, give or take one; a sum made serially by
+one thread passes one or two. Where CuPy is installed, the kernel must also
+build for a GPU.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from minigrad.grading.checks._kernels import launch, np_generator
+from minigrad.grading.checks._kernels import assert_compiles_for_gpu, compile_for_gpu, prepare_child, launch, np_generator
 from minigrad.grading.probing import exercise, probe
 
 launch = probe(launch)
+compile_for_gpu = probe(compile_for_gpu)
 BLOCK = 256  # the block size the kernel's shared array is sized for
+LEVELS = 8  # log2(BLOCK): the levels of the tree
 
 
 @probe
@@ -38,6 +44,12 @@ def _run(learner, gen, n: int, blocks: int, what: str) -> None:
     _expected(x, f"{what} (n={n}, {blocks} blocks of {BLOCK})", answer["arrays"][1])
     atomics = answer["stats"]["atomics"]
     assert atomics == blocks, f"{what}: {atomics} atomic additions for {blocks} blocks; the block's total is added once per block"
+    per_block = answer["stats"]["barriers"] / blocks
+    assert LEVELS <= per_block <= LEVELS + 2, (
+        f"{what}: {per_block:g} barriers per block; a tree over {BLOCK} partial sums has {LEVELS} levels, each "
+        f"ended by a barrier, plus one after the stores ({LEVELS + 1}): is the sum made by one thread, or is "
+        f"a barrier inside a loop that repeats it?"
+    )
 
 
 @exercise("7.2")
@@ -65,3 +77,10 @@ def test_the_library_wrapper_sums(learner, rng):
     n = int(gen.integers(700, 1500))
     x = (gen.standard_normal(n) + 0.5).astype(np.float32)
     _expected(x, f"shared_memory_sum of {n} elements", learner.probe("library_sum", x))
+
+
+@exercise("7.2")
+def test_the_kernel_builds_for_a_gpu(learner, rng):
+    _run(learner, np_generator(rng), BLOCK, 1, "a small launch before the GPU build")
+    v = np.zeros(4, np.float32)
+    assert_compiles_for_gpu(learner.probe("compile_for_gpu", "block_sum", [v, v, 4]), "block_sum")

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from minigrad.grading.checks._kernels import assert_close, launch, nan_array, np_generator
+from minigrad.grading.checks._kernels import (
+    assert_close, assert_coalesced, assert_compiles_for_gpu, compile_for_gpu, launch, nan_array, np_generator,
+    prepare_child,
+)
 from minigrad.grading.probing import exercise, probe
 
 launch = probe(launch)
+compile_for_gpu = probe(compile_for_gpu)
 
 
-def _run(learner, gen, n: int, blocks: int, threads: int, what: str) -> None:
+def _run(learner, gen, n: int, blocks: int, threads: int, what: str, coalesced: bool = False) -> None:
     alpha = np.float32(gen.uniform(-2, 2))
     x = gen.standard_normal(n).astype(np.float32)
     y = gen.standard_normal(n).astype(np.float32)
@@ -32,6 +36,8 @@ def _run(learner, gen, n: int, blocks: int, threads: int, what: str) -> None:
         f"of global memory; each element of x and y should be read once and each element of out written once "
         f"({8 * n} and {4 * n} bytes): do two threads handle the same element?"
     )
+    if coalesced:
+        assert_coalesced(stats, f"{what} (n={n}, grid {blocks} x block {threads})")
 
 
 @exercise("7.1")
@@ -39,7 +45,7 @@ def test_one_thread_per_element(learner, rng):
     gen = np_generator(rng)
     threads = int(gen.choice([32, 64]))
     blocks = int(gen.integers(2, 5))
-    _run(learner, gen, blocks * threads, blocks, threads, "a grid with exactly one thread per element")
+    _run(learner, gen, blocks * threads, blocks, threads, "a grid with exactly one thread per element", coalesced=True)
 
 
 @exercise("7.1")
@@ -58,6 +64,8 @@ def test_a_small_grid_covers_a_large_array(learner, rng):
     blocks = int(gen.integers(2, 4))
     n = int(gen.integers(4, 9)) * blocks * threads + int(gen.integers(1, threads))
     _run(learner, gen, n, blocks, threads, "a grid-stride launch with fewer threads than elements")
+    n = int(gen.integers(4, 9)) * blocks * threads
+    _run(learner, gen, n, blocks, threads, "a grid-stride launch over whole warps", coalesced=True)
 
 
 @exercise("7.1")
@@ -66,3 +74,11 @@ def test_one_block_and_tiny_arrays(learner, rng):
     for n in (1, int(gen.integers(2, 31))):
         _run(learner, gen, n, 1, 32, "a single block")
     _run(learner, gen, int(gen.integers(40, 100)), 1, 32, "a single block smaller than the array")
+
+
+@exercise("7.1")
+def test_the_kernel_builds_for_a_gpu(learner, rng):
+    _run(learner, np_generator(rng), 64, 2, 32, "a small launch before the GPU build")
+    v = np.zeros(4, np.float32)
+    answer = learner.probe("compile_for_gpu", "scaled_add_kernel", [np.float32(1), v, v, v, 4])
+    assert_compiles_for_gpu(answer, "scaled_add_kernel")

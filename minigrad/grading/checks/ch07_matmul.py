@@ -9,17 +9,25 @@ point of tiling from the launch's counters: each element of ``a`` is read
 from global memory once per block column of ``c``, each element of ``b``
 once per block row, never once per multiply-add. A phase that overwrites a
 tile before every thread finished reading it is a shared-memory race,
-reported with the simulator's message.
+reported with the simulator's message. On matrices of whole tiles the
+warps' global accesses must be coalesced (at least 90 % of the bytes of the
+sectors they touch used: threads of consecutive ``tx`` load consecutive
+columns), and where CuPy is installed the kernel must build for a GPU - an
+index mixing signed and unsigned integers runs here but not there.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from minigrad.grading.checks._kernels import assert_close, launch, nan_array, np_generator
+from minigrad.grading.checks._kernels import (
+    assert_close, assert_coalesced, assert_compiles_for_gpu, compile_for_gpu, launch, nan_array, np_generator,
+    prepare_child,
+)
 from minigrad.grading.probing import exercise, probe
 
 launch = probe(launch)
+compile_for_gpu = probe(compile_for_gpu)
 TILE = 16
 
 
@@ -33,7 +41,7 @@ def _blocks(count: int) -> int:
     return (count + TILE - 1) // TILE
 
 
-def _run(learner, gen, m: int, k: int, n: int, what: str) -> None:
+def _run(learner, gen, m: int, k: int, n: int, what: str, coalesced: bool = False) -> None:
     a = gen.standard_normal((m, k)).astype(np.float32)
     b = gen.standard_normal((k, n)).astype(np.float32)
     grid = (_blocks(n), _blocks(m))
@@ -50,13 +58,15 @@ def _run(learner, gen, m: int, k: int, n: int, what: str) -> None:
     assert stats["global_store_bytes"] == 4 * m * n, (
         f"{where}: the launch wrote {stats['global_store_bytes']} bytes, expected {4 * m * n} (each element of c once)"
     )
+    if coalesced:
+        assert_coalesced(stats, where)
 
 
 @exercise("7.3")
 def test_whole_tiles(learner, rng):
     gen = np_generator(rng)
     m, n = (TILE * int(gen.integers(1, 3)) for _ in range(2))
-    _run(learner, gen, m, TILE * 2, n, "sizes that are multiples of the tile")
+    _run(learner, gen, m, TILE * 2, n, "sizes that are multiples of the tile", coalesced=True)
 
 
 @exercise("7.3")
@@ -81,3 +91,11 @@ def test_the_library_wrapper_multiplies(learner, rng):
     b = gen.standard_normal((k, n)).astype(np.float32)
     c = learner.probe("library_matmul", a, b)
     assert_close(c, a.astype(np.float64) @ b.astype(np.float64), f"tiled_matmul(a, b), a {m}x{k}, b {k}x{n}", 1e-4, 1e-4)
+
+
+@exercise("7.3")
+def test_the_kernel_builds_for_a_gpu(learner, rng):
+    _run(learner, np_generator(rng), TILE, TILE, TILE, "a small launch before the GPU build")
+    m = np.zeros((4, 4), np.float32)
+    answer = learner.probe("compile_for_gpu", "tiled_matmul_kernel", [m, m, m, 4, 4, 4])
+    assert_compiles_for_gpu(answer, "tiled_matmul_kernel")

@@ -53,6 +53,98 @@ _ITERATIVE_TOPOLOGICAL_ORDER = '''    order: list[Value] = []
     return order
 '''
 
+_TRANSPOSE_TILE_ACCESSES = """            tile[(ty + j) * PITCH + tx] = x[first_row + j, col]
+    jit.syncthreads()
+    # the same tile, seen from out: its rows are this block's columns of x, its columns the block's rows
+    out_col = jit.blockIdx.y * TILE + tx
+    first_out_row = jit.blockIdx.x * TILE + ty
+    for j in range(np.uint32(0), np.uint32(TILE), np.uint32(BLOCK_ROWS)):
+        if first_out_row + j < cols and out_col < rows:
+            out[first_out_row + j, out_col] = tile[tx * PITCH + ty + j]
+"""
+
+_TRANSPOSE_SECOND_HALF = """    jit.syncthreads()
+    # the same tile, seen from out: its rows are this block's columns of x, its columns the block's rows
+    out_col = jit.blockIdx.y * TILE + tx
+    first_out_row = jit.blockIdx.x * TILE + ty
+    for j in range(np.uint32(0), np.uint32(TILE), np.uint32(BLOCK_ROWS)):
+        if first_out_row + j < cols and out_col < rows:
+            out[first_out_row + j, out_col] = tile[tx * PITCH + ty + j]
+"""
+
+_TRANSPOSE_WITHOUT_SHARED_MEMORY = """    jit.syncthreads()
+    for j in range(np.uint32(0), np.uint32(TILE), np.uint32(BLOCK_ROWS)):
+        if first_row + j < rows and col < cols:
+            out[col, first_row + j] = x[first_row + j, col]
+"""
+
+_SCALED_ADD_GRID_STRIDE = """    i = jit.grid(1)
+    stride = jit.gridsize(1)
+    while i < n:
+        out[i] = alpha * x[i] + y[i]
+        i += stride
+"""
+
+_SCALED_ADD_IN_CHUNKS = """    threads = jit.gridsize(1)
+    chunk = (n + threads - 1) // threads
+    i = jit.grid(1) * chunk
+    end = min(i + chunk, n)
+    while i < end:
+        out[i] = alpha * x[i] + y[i]
+        i += 1
+"""
+
+_BLOCK_SUM_TREE = """    partial[tid] = total
+    jit.syncthreads()
+    step = np.uint32(BLOCK // 2)
+    while step > 0:
+        if tid < step:
+            partial[tid] += partial[tid + step]
+        jit.syncthreads()
+        step = step // 2
+"""
+
+_BLOCK_SUM_SERIAL = """    partial[tid] = total
+    jit.syncthreads()
+    if tid == 0:
+        for other in range(np.uint32(1), np.uint32(BLOCK)):
+            partial[0] += partial[other]
+    jit.syncthreads()
+"""
+
+_MATMUL_A_LOAD = """        if row < m and offset + tx < k:
+            a_tile[ty * TILE + tx] = a[row, offset + tx]
+        else:
+            a_tile[ty * TILE + tx] = np.float32(0)
+"""
+
+_MATMUL_A_LOAD_DOWN_COLUMNS = """        a_row = jit.blockIdx.y * TILE + tx
+        if a_row < m and offset + ty < k:
+            a_tile[tx * TILE + ty] = a[a_row, offset + ty]
+        else:
+            a_tile[tx * TILE + ty] = np.float32(0)
+"""
+
+_SOFTMAX_MAX_LOOP = """    col = tid
+    while col < cols:
+        biggest = max(biggest, x[row, col])
+        col += np.uint32(BLOCK)
+"""
+
+_SOFTMAX_MAX_LOOP_IN_CHUNKS = """    chunk = (cols + np.uint32(BLOCK) - 1) // np.uint32(BLOCK)
+    col = tid * chunk
+    while col < cols and col < (tid + 1) * chunk:
+        biggest = max(biggest, x[row, col])
+        col += np.uint32(1)
+"""
+
+_SOFTMAX_MAX_LOOP_WITH_A_BARRIER = """    col = tid
+    while col < cols:
+        biggest = max(biggest, x[row, col])
+        jit.syncthreads()
+        col += np.uint32(BLOCK)
+"""
+
 BUGS: list[Bug] = [
     # ------------------------------------------------------------------ 01 scalar autograd
     Bug("mul_local_grads_swapped", "01_scalar_autograd.py", "1.1",
@@ -508,6 +600,96 @@ BUGS: list[Bug] = [
     Bug("bias_relu_backward_zeros_not_written", "07_bias_relu.py", "7.4",
         "            grad_x[row, col] = grad\n", "            if grad != 0:\n                grad_x[row, col] = grad\n",
         "grad_x is written only where the gradient is nonzero: the masked elements keep whatever was there"),
+    Bug("grid_stride_uncoalesced_chunks", "07_elementwise.py", "7.1",
+        _SCALED_ADD_GRID_STRIDE, _SCALED_ADD_IN_CHUNKS,
+        "each thread takes a contiguous chunk of elements: right values, but a warp's 32 threads touch 32 chunks "
+        "(uncoalesced: most bytes of every sector wasted)"),
+    Bug("block_sum_serial_in_thread_zero", "07_block_reduce.py", "7.2",
+        _BLOCK_SUM_TREE, _BLOCK_SUM_SERIAL,
+        "thread 0 adds the 256 partial sums one after another: right total, but no tree (2 barriers, 255 serial steps)"),
+    Bug("matmul_signed_phase_offset", "07_matmul.py", "7.3",
+        "offset = np.uint32(phase * TILE)", "offset = phase * TILE",
+        "the phase's offset is a signed int: fine on the simulator, but cupyx.jit cannot add it to unsigned threadIdx"),
+    Bug("matmul_a_tile_loaded_down_columns", "07_matmul.py", "7.3",
+        _MATMUL_A_LOAD, _MATMUL_A_LOAD_DOWN_COLUMNS,
+        "each thread loads the transposed element of a's tile: right values, but a warp reads down columns of a "
+        "(uncoalesced)"),
+    # 7.5: the padded transpose
+    Bug("transpose_tile_not_padded", "07_transpose.py", "7.5",
+        _TRANSPOSE_TILE_ACCESSES, _TRANSPOSE_TILE_ACCESSES.replace("PITCH", "TILE"),
+        "the tile's rows are 32 words apart: right values, but reading a column of the tile is a 32-way bank conflict"),
+    Bug("transpose_no_barrier", "07_transpose.py", "7.5",
+        "            tile[(ty + j) * PITCH + tx] = x[first_row + j, col]\n    jit.syncthreads()\n",
+        "            tile[(ty + j) * PITCH + tx] = x[first_row + j, col]\n",
+        "no barrier between filling the tile and reading it: threads read slots other warps have not written (a race)"),
+    Bug("transpose_blocks_not_swapped", "07_transpose.py", "7.5",
+        "    out_col = jit.blockIdx.y * TILE + tx\n    first_out_row = jit.blockIdx.x * TILE + ty\n",
+        "    out_col = jit.blockIdx.x * TILE + tx\n    first_out_row = jit.blockIdx.y * TILE + ty\n",
+        "the tile is transposed but written back at the block's own position, not the mirrored one"),
+    Bug("transpose_writes_columns_directly", "07_transpose.py", "7.5",
+        _TRANSPOSE_SECOND_HALF, _TRANSPOSE_WITHOUT_SHARED_MEMORY,
+        "the naive transpose: each thread writes out[col, row] straight from x (a warp writes down a column of out: "
+        "uncoalesced)"),
+    Bug("transpose_out_bounds_swapped", "07_transpose.py", "7.5",
+        "if first_out_row + j < cols and out_col < rows:", "if first_out_row + j < rows and out_col < cols:",
+        "the bounds of out are taken from x's shape: ragged matrices are written past the edge or left unwritten"),
+    Bug("transpose_tile_read_untransposed", "07_transpose.py", "7.5",
+        "out[first_out_row + j, out_col] = tile[tx * PITCH + ty + j]",
+        "out[first_out_row + j, out_col] = tile[(ty + j) * PITCH + tx]",
+        "the tile is read by rows: each tile of out gets x's tile untransposed"),
+    Bug("transpose_signed_loop", "07_transpose.py", "7.5",
+        "    for j in range(np.uint32(0), np.uint32(TILE), np.uint32(BLOCK_ROWS)):\n        if first_row",
+        "    for j in range(0, TILE, BLOCK_ROWS):\n        if first_row",
+        "a signed loop index added to unsigned thread indices: runs on the simulator, cupyx.jit refuses it"),
+    # 7.6: the warp-shuffle sum
+    Bug("warp_sum_starts_at_eight", "07_warp_reduce.py", "7.6",
+        "offset = np.uint32(16)  # a shuffle's offset is unsigned", "offset = np.uint32(8)",
+        "the first shuffle step is 8, not 16: lanes 16-31 are never added into lane 0"),
+    Bug("warp_sum_every_lane_writes", "07_warp_reduce.py", "7.6",
+        "    if lane == 0:\n        warp_totals[warp] = total\n", "    warp_totals[warp] = total\n",
+        "every lane writes its warp's slot, not only lane 0 (a race: 32 writers of one slot in one step)"),
+    Bug("warp_sum_no_barrier", "07_warp_reduce.py", "7.6",
+        "        warp_totals[warp] = total\n    jit.syncthreads()\n", "        warp_totals[warp] = total\n",
+        "no barrier between the warps writing their totals and the first warp reading them (a race)"),
+    Bug("warp_sum_reads_every_lane", "07_warp_reduce.py", "7.6",
+        "        if lane < WARPS:\n            total = warp_totals[lane]\n", "        total = warp_totals[lane]\n",
+        "the first warp reads warp_totals[lane] for all 32 lanes, past the 8 totals (out of bounds)"),
+    Bug("warp_sum_every_lane_adds", "07_warp_reduce.py", "7.6",
+        "        if lane == 0:\n            jit.atomic_add(out, 0, total)\n", "        jit.atomic_add(out, 0, total)\n",
+        "every lane of the first warp adds its value to out[0], not only lane 0 with the block's total"),
+    Bug("warp_sum_shuffles_up", "07_warp_reduce.py", "7.6",
+        "        total += jit.shfl_down_sync(FULL_MASK, total, offset)\n        offset = offset // 2\n    if lane == 0:",
+        "        total += jit.shfl_up_sync(FULL_MASK, total, offset)\n        offset = offset // 2\n    if lane == 0:",
+        "shfl_up instead of shfl_down: the sum collects in lane 31, and lane 0 keeps only its own value"),
+    Bug("warp_sum_second_level_keeps_stale_totals", "07_warp_reduce.py", "7.6",
+        "    if warp == 0:\n        total = np.float32(0)\n", "    if warp == 0:\n",
+        "lanes past the warp count keep their own partial sums instead of 0 in the second level"),
+    # 7.7: the row-wise softmax
+    Bug("softmax_sum_without_the_max", "07_softmax.py", "7.7",
+        "total += jit.exp(x[row, col] - row_max)", "total += jit.exp(x[row, col])",
+        "the sum of exponentials forgets to subtract the row's max (the numerator does): wrong, and overflows"),
+    Bug("softmax_no_barrier_after_reading_the_max", "07_softmax.py", "7.7",
+        "    jit.syncthreads()  # every thread has read slot 0 before the sum overwrites it\n", "",
+        "no barrier between reading the max from slot 0 and thread 0 overwriting it with its sum (a race)"),
+    Bug("softmax_one_block", "07_softmax.py", "7.7",
+        "softmax_rows_kernel[rows, BLOCK](x, out, rows, cols)", "softmax_rows_kernel[1, BLOCK](x, out, rows, cols)",
+        "the launch has one block, not one per row: only row 0 is computed"),
+    Bug("softmax_max_in_chunks", "07_softmax.py", "7.7",
+        _SOFTMAX_MAX_LOOP, _SOFTMAX_MAX_LOOP_IN_CHUNKS,
+        "each thread takes a contiguous chunk of the row for the max: right values, uncoalesced reads"),
+    Bug("softmax_max_tree_bound_off_by_one", "07_softmax.py", "7.7",
+        "        if tid < step:\n            partial[tid] = max(", "        if tid <= step:\n            partial[tid] = max(",
+        "tid <= step: at the first step thread `step` reads past the end of the shared array"),
+    Bug("softmax_barrier_inside_the_if", "07_softmax.py", "7.7",
+        "            partial[tid] += partial[tid + step]\n        jit.syncthreads()\n",
+        "            partial[tid] += partial[tid + step]\n            jit.syncthreads()\n",
+        "the barrier of the sum's tree is inside the if: only the active threads reach it (a divergent barrier)"),
+    Bug("softmax_barrier_per_column_step", "07_softmax.py", "7.7",
+        _SOFTMAX_MAX_LOOP, _SOFTMAX_MAX_LOOP_WITH_A_BARRIER,
+        "a barrier inside the loop over the columns: one per pass of the row (or a divergent barrier on ragged rows)"),
+    Bug("softmax_threads_not_warps", "07_softmax.py", "7.7",
+        "BLOCK = 128  # threads per block", "BLOCK = 100  # threads per block",
+        "a block of 100 threads: not a whole number of warps, and not a power of two for the trees"),
     # ------------------------------------------------------------------ 08 where memory goes
     Bug("storage_counts_every_view", "08_storage.py", "8.1",
         "        owners[id(array)] = array.nbytes\n", "        owners[id(tensor)] = array.nbytes\n",
