@@ -40,9 +40,10 @@ def tile_transpose(a, out, pitch):
     tile = jit.shared_memory(np.float32, 32 * 33)
     tx = jit.threadIdx.x
     ty = jit.threadIdx.y
-    tile[ty * pitch + tx] = a[ty, tx]
+    p = np.uint32(pitch)
+    tile[ty * p + tx] = a[ty, tx]
     jit.syncthreads()
-    out[ty, tx] = tile[tx * pitch + ty]
+    out[ty, tx] = tile[tx * p + ty]
 
 
 @jit.rawkernel()
