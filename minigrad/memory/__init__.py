@@ -11,7 +11,9 @@ tracemalloc (CPU) or CuPy's pool (GPU) beside it.
 step's memory by category and its peak, for any batch size, from three small
 measured batches extrapolated exactly; ``get_profile("gtx1050")`` and
 ``profiles_table()`` describe consumer GPUs, so ``Estimate.fits(profile)``
-says whether a configuration fits a card.
+says whether a configuration fits a card - in reserved bytes, the step's
+allocations replayed through the card's caching allocator, as the simulated
+card decides.
 
 ``CachingAllocator`` hands out blocks carved from cached segments, with
 PyTorch's size rules (512-byte rounding, a small pool of 2 MiB segments and
@@ -54,8 +56,11 @@ What the tracking files build on:
 
 Estimating a step's memory, and the cards it must fit:
 
-- ``estimate.py`` (356 lines): ``estimate()`` and the ``Estimate`` it returns; why measuring three batches is exact.
-- ``estimate_recording.py`` (204 lines): recording a training step's memory events at a small batch size.
+- ``estimate.py`` (548 lines): ``estimate()`` and the ``Estimate`` it returns; why measuring three batches
+  (and checking a fourth) is exact.
+- ``estimate_recording.py`` (338 lines): recording a training step's memory events at a small batch size.
+- ``fit.py`` (120 lines): will it fit, in reserved bytes: the step's allocations replayed through the card's allocator.
+- ``card_check.py`` (90 lines): one step on a simulated card, the answer every fit figure must agree with.
 - ``profiles.py`` (127 lines): eight consumer GPUs (memory, bandwidth, throughput, CUDA context), with sources.
 - ``accumulation.py`` (148 lines): peak against micro-batch size at one effective batch (gradient accumulation).
 - ``owned.py`` (36 lines): the tensors a model or optimizer owns, with the tag each is counted under.
