@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minigrad.memory.allocator import AllocatorOutOfMemoryError, CachingAllocator
+from minigrad.memory.allocator.sizes import round_size, segment_size
 
 __all__ = ["StepTrace", "Replay", "replay_step", "largest_fitting"]
 
@@ -78,7 +79,10 @@ class Replay:
 
 def replay_step(trace: StepTrace, batch: int, capacity: int | None = None, policy: str = "best_fit") -> Replay:
     """Run ``trace`` at ``batch`` through a fresh ``CachingAllocator(capacity, policy)``, as the card serves it."""
-    allocator = CachingAllocator(capacity=capacity, policy=policy)
+    if capacity is None:  # room for every request in a segment of its own: never full, and exact ints at any size
+        sizes = [*trace.card, *(a + b * batch for kind, _, a, b in trace.events if kind == ALLOC)]
+        room = sum(segment_size(round_size(n)) for n in sizes)
+    allocator = CachingAllocator(capacity=room if capacity is None else capacity, policy=policy)
     addresses: dict = {}
     phase = request = None
     fits = True

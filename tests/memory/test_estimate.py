@@ -350,3 +350,54 @@ def test_bad_arguments_say_what_to_do():
         estimate(mnist_mlp(), (1, 28, 28), 0)
     with pytest.raises(TypeError, match="checkpoint must be None or a callable"):
         estimate(mnist_mlp(), (1, 28, 28), 8, checkpoint="yes")
+
+
+class PadsTheBatchTo64(nn.Module):
+    """Pads its batch with zero rows to a multiple of 64 (as bucketing code does): constant at batches 2, 3 and 4."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(784, 2000)
+        self.head = nn.Linear(2000, 10)
+
+    def forward(self, x):
+        rows = -(-x.shape[0] // 64) * 64
+        padded = mt.cat([x, mt.zeros(rows - x.shape[0], x.shape[1])]) if rows > x.shape[0] else x
+        return self.head(self.linear(padded).relu())[: x.shape[0]]
+
+
+def test_a_module_that_pads_its_batch_is_caught_by_the_check_batch():
+    with pytest.raises(EstimateError, match=r"(?s)the input bytes of the step are not affine.*batches \(2, 3, 4, 67\)"):
+        estimate(PadsTheBatchTo64(), (784,), 256)
+    checked = estimate(mnist_mlp(), (1, 28, 28), 256)
+    assert checked.measured_batches == (2, 3, 4, 67) and "measured at batches 2, 3, 4, 67" in str(checked)
+
+
+def test_the_step_is_measured_in_training_mode_whatever_the_models_mode():
+    model = batchnorm_dropout_cnn()
+    trained = estimate(model, (1, 28, 28), 96)
+    model.eval()
+    again = estimate(model, (1, 28, 28), 96)
+    assert not model.training and all(not m.training for m in model.modules())  # the caller's mode is kept
+    assert again.peak == trained.peak and again.mode == "train" and "train mode" in repr(again)
+    evaluating = estimate(model, (1, 28, 28), 96, mode="eval")
+    assert evaluating.mode == "eval" and "eval mode" in str(evaluating)
+    assert "9 (Dropout)" in trained.activations_by_layer and "9 (Dropout)" not in evaluating.activations_by_layer
+    with pytest.raises(ValueError, match="mode must be 'train' or 'eval'"):
+        estimate(model, (1, 28, 28), 96, mode="training")
+
+
+def test_nothing_of_an_estimate_outlives_it():
+    """No phantom parameters on the next card or tracker, and no garbage collection needed for it."""
+    from minigrad.memory import buffers, simulated_gpu, track
+
+    model = mnist_cnn()
+    before = set(buffers.live_buffers())
+    estimate(model, (1, 28, 28), 64)
+    assert set(buffers.live_buffers()) == before
+    assert not any("forward" in vars(m) for m in model.modules())
+    with simulated_gpu("gtx1050") as gpu:
+        assert gpu.current == 0
+    with track(tracemalloc=False) as mem:
+        pass
+    assert mem.current == 0
