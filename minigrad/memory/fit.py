@@ -22,6 +22,11 @@ never raises the allocator's out-of-memory error - including the card's
 retry after emptying its cache - which is what the simulated card decides
 (``tests/memory/test_fit_reserved.py`` checks it by bisection on the card).
 
+The card is a fresh one that holds only the model and its optimizer: a
+simulated card also holds every buffer already known to the memory registry
+when it is entered (a tensor some tracker saw, still alive), and then has
+that much less room (:mod:`.card_check` reports those bytes as ``foreign``).
+
 With gradient accumulation the recorded step holds two micro-batches (the
 second stands for every later one); the replay runs those two, so for more
 than two micro-batches it assumes a third repeats the second's layout.
