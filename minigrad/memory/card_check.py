@@ -27,9 +27,14 @@ from minigrad.memory.estimate import OPTIMIZERS, _call, _default_loss, _input_sh
 from minigrad.memory.estimate_recording import BatchMaker, private_copy, training_step
 from minigrad.memory.oom_report import OutOfMemoryError
 from minigrad.memory.profiles import get_profile
-from minigrad.memory.simulated_gpu import simulated_gpu
+from minigrad.memory.simulated_gpu import SIMULATED_DEVICES, simulated_gpu
 
 __all__ = ["CardRun", "train_on_card"]
+
+
+def _foreign() -> int:
+    """Bytes of the live buffers the registry knows on the devices a card simulates."""
+    return sum(nbytes for nbytes, _tag, dev in buffers.live_buffers().values() if dev.split(":", 1)[0] in SIMULATED_DEVICES)
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,8 @@ def train_on_card(model, input_shape, batch_size: int, card, optimizer="adam", d
     device = parameters[0].device if parameters else None
     del parameters
     was_enabled = gc.isenabled()
-    gc.collect()
+    if _foreign():
+        gc.collect()  # garbage a collection frees is no part of the card
     with mt.fork_rng(), np.errstate(all="ignore"):
         work = private_copy(model, dtype, mode)
         x_dtype = dtype or next((p.dtype for p in work.parameters() if mt.is_floating_point(p.dtype)), None)
@@ -72,8 +78,7 @@ def train_on_card(model, input_shape, batch_size: int, card, optimizer="adam", d
 
         training_step(work, optim, make_batch, 2, loss_fn, forward, 1, set_to_none, after_forward=classes,
                       default_loss=_default_loss)  # off the card: the optimizer's state, the number of classes
-        foreign = sum(nbytes for nbytes, _tag, dev in buffers.live_buffers().values()
-                      if dev.split(":", 1)[0] in ("cpu", "strict"))
+        foreign = _foreign()
         gc.disable()
         fits = True
         try:

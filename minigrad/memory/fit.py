@@ -29,7 +29,8 @@ that much less room (:mod:`.card_check` reports those bytes as ``foreign``).
 
 With gradient accumulation the recorded step holds two micro-batches (the
 second stands for every later one); the replay runs those two, so for more
-than two micro-batches it assumes a third repeats the second's layout.
+than two micro-batches it assumes a third leaves the cache as the second
+did (the tests check it on the card for up to five).
 """
 
 from __future__ import annotations
