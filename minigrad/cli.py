@@ -164,7 +164,9 @@ def _add_memory_parser(sub) -> None:
     e = actions.add_parser(
         "estimate", help="memory of one training step of a recipe, and whether it fits a GPU",
         description="The memory of one training step (parameters, gradients, optimizer state, inputs, "
-                    "activations, peak), measured at three small batches and extrapolated exactly.",
+                    "activations, peak), measured at three small batches and extrapolated exactly; whether it "
+                    "fits a GPU is answered in reserved bytes, the step's allocations replayed through the "
+                    "card's caching allocator as the simulated card decides (the allocated peak beside it).",
         epilog=MEMORY_EXIT_CODES)
     e.add_argument("model", type=_choice("model", MEMORY_MODELS), metavar="MODEL",
                    help=f"one of {', '.join(MEMORY_MODELS)}")

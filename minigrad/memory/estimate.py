@@ -456,7 +456,9 @@ def _input_shape(input_shape) -> tuple:
     if wrong or not shape:
         raise ValueError(f"estimate: input_shape must be one example's shape (without the batch axis) as whole "
                          f"numbers >= 1, such as (1, 28, 28) or 784; got {input_shape!r}"
-                         + (f" ({wrong[0]!r} is not a whole number >= 1)" if wrong else ""))
+                         + (f" ({wrong[0]!r} is a float: give every size as an int)"
+                            if wrong and isinstance(wrong[0], float) else
+                            f" ({wrong[0]!r} is not a whole number >= 1)" if wrong else ""))
     return tuple(int(n) for n in shape)
 
 

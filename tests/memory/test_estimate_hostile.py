@@ -98,7 +98,7 @@ class ReturnsATuple(nn.Module):
 
 HOSTILE = {
     "a float size": (dict(model=nn.Linear(784, 10), input_shape=(784.7,)), ValueError,
-                     r"input_shape must be one example's shape .*784\.7 is not a whole number"),
+                     r"input_shape must be one example's shape .*784\.7 is a float: give every size as an int"),
     "a float that looks whole": (dict(model=nn.Linear(784, 10), input_shape=(784.0,)), ValueError,
                                  "input_shape must be one example's shape"),
     "a string": (dict(model=nn.Linear(784, 10), input_shape="784"), ValueError, "input_shape must be"),
