@@ -56,8 +56,10 @@ What the tracking files build on:
 
 Estimating a step's memory, and the cards it must fit:
 
-- ``estimate.py`` (546 lines): ``estimate()`` and the ``Estimate`` it returns; why measuring three batches
+- ``estimate.py`` (423 lines): ``estimate()`` and the ``Estimate`` it returns; why measuring three batches
   (and checking a fourth) is exact.
+- ``estimate_law.py`` (157 lines): the affine law on every event of the step, checked on four batches, and the
+  step's allocation sequence it yields.
 - ``estimate_recording.py`` (338 lines): recording a training step's memory events at a small batch size.
 - ``fit.py`` (130 lines): will it fit, in reserved bytes: the step's allocations replayed through the card's allocator.
 - ``card_check.py`` (95 lines): one step on a simulated card, the answer every fit figure must agree with.
