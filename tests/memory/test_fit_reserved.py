@@ -79,7 +79,7 @@ def card_largest(model, shape, profile, optimizer) -> int:
     return largest_fitting(fits, high)
 
 
-@settings(max_examples=6)
+@settings(max_examples=6)  # each example bisects on a simulated card (about 15 real steps): fewer than the suite default
 @given(spec=models, megabytes=st.sampled_from([2.5, 7, 24, 48]), optimizer=st.sampled_from(["adam", "sgd"]))
 def test_the_largest_batch_that_fits_is_the_cards(spec, megabytes, optimizer):
     model, shape = build(spec)
