@@ -215,7 +215,8 @@ def _check_loss(loss) -> None:
 
 
 def training_step(work, optimizer, make_batch, batch: int, loss_fn, forward, accumulation_steps: int,
-                  set_to_none: bool, begin=None, end=None, after_forward=None, default_loss=None) -> None:
+                  set_to_none: bool, begin=None, end=None, after_forward=None, after_loss=None,
+                  default_loss=None) -> None:
     """One step of the loop of :func:`minigrad.training.fit`, the step :func:`estimate` measures.
 
     For each micro-batch the next batch is made while the previous one is
@@ -223,8 +224,9 @@ def training_step(work, optimizer, make_batch, batch: int, loss_fn, forward, acc
     step and ``zero_grad``; the logits, the loss and the batch are let go at
     the end of each micro-batch. ``accumulation_steps`` micro-batches (the
     recorder runs two: the second stands for every later one). ``begin(phase)``,
-    ``end()`` mark the phases; ``after_forward(micro, output)`` runs after
-    each forward pass (and may return new targets).
+    ``end()`` mark the phases; ``after_forward(micro, output, targets)`` runs
+    after each forward pass and returns the targets to use, ``after_loss(micro)``
+    once the loss is computed.
     """
     begin = begin or (lambda phase: None)
     end = end or (lambda: None)
@@ -242,6 +244,8 @@ def training_step(work, optimizer, make_batch, batch: int, loss_fn, forward, acc
             y = after_forward(micro, output, y)
         loss = loss_fn(output, y)
         _check_loss(loss)
+        if after_loss is not None:
+            after_loss(micro)
         end()
         begin("backward" + suffix)
         (loss * (1.0 / accumulation_steps) if accumulation_steps > 1 else loss).backward()
@@ -310,24 +314,20 @@ def record_steps(model, input_shape, batches, make_optimizer, loss_fn, forward, 
                 if index == 0 and make_batch.classes is None and isinstance(output, mt.Tensor) and output.ndim == 2:
                     make_batch.classes = int(output.shape[1])
                     y = make_batch(output.shape[0])[1]
-                recorder.module_stack.append("(loss)")
-                if index and not micro:
-                    recorder.segments[-1]["saved_at"] = True
+                recorder.module_stack.append("(loss)")  # what the loss saves is the loss's
                 return y
+
+            def after_loss(micro, index=index):
+                recorder.module_stack.pop()
+                if index and not micro:
+                    recorder.segments[-1]["saved"] = recorder.saved_by_module()
 
             if index:
                 recorder.segments.append({"start": len(recorder.nbytes), "end": None, "marks": {}, "saved": None,
                                           "card": card_state(work, optimizer)})
-
-            def end():
-                if recorder.module_stack and recorder.module_stack[-1] == "(loss)":
-                    recorder.module_stack.pop()
-                    if recorder.segments and recorder.segments[-1].pop("saved_at", False):
-                        recorder.segments[-1]["saved"] = recorder.saved_by_module()
-                recorder.end()
-
             training_step(work, optimizer, make_batch, batch, loss_fn, forward, micro_batches, set_to_none,
-                          begin=recorder.begin, end=end, after_forward=after_forward, default_loss=default_loss)
+                          begin=recorder.begin, end=recorder.end, after_forward=after_forward, after_loss=after_loss,
+                          default_loss=default_loss)
             if index:
                 recorder.segments[-1]["end"] = len(recorder.nbytes)
     finally:
