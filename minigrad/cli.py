@@ -118,19 +118,19 @@ def _memory_estimate(args) -> int:
 
 def _memory_fix(model, args) -> str:
     """What to change so that the step fits ``args.gpu``: accumulation at the same effective batch."""
-    from minigrad.memory.accumulation import fewest_steps_that_fit, peak_by_micro_batch
+    from minigrad.memory.accumulation import accumulation_estimates, fewest_steps_for
     from minigrad.memory.estimate import format_bytes
 
     effective = args.batch * args.accumulation
-    points = peak_by_micro_batch(model, (1, 28, 28), effective, optimizer=args.optimizer, dtype=args.dtype)
-    best = fewest_steps_that_fit(points, args.gpu)
+    estimates = accumulation_estimates(model, (1, 28, 28), optimizer=args.optimizer, dtype=args.dtype)
+    best = fewest_steps_for(estimates, effective, args.gpu)
     if best is None:
         smaller = " or --dtype float16" if args.dtype in ("float32", "float64") else ""
         return ("does not fit even in micro-batches of one example: choose a card with more memory "
                 f"(`minigrad memory devices`){smaller}")
     return (f"does not fit: keep the effective batch {effective} with gradient accumulation, "
-            f"--batch {best.micro_batch} --accumulation {best.steps} (peak {format_bytes(best.peak)}), "
-            f"or use a smaller batch")
+            f"--batch {best.micro_batch} --accumulation {best.steps} (peak allocated {format_bytes(best.peak)}, "
+            f"reserved {format_bytes(best.reserved)}), or use a smaller batch")
 
 
 def _choice(kind: str, names):
@@ -164,7 +164,9 @@ def _add_memory_parser(sub) -> None:
     e = actions.add_parser(
         "estimate", help="memory of one training step of a recipe, and whether it fits a GPU",
         description="The memory of one training step (parameters, gradients, optimizer state, inputs, "
-                    "activations, peak), measured at three small batches and extrapolated exactly.",
+                    "activations, peak), measured at three small batches and extrapolated exactly; whether it "
+                    "fits a GPU is answered in reserved bytes, the step's allocations replayed through the "
+                    "card's caching allocator as the simulated card decides (the allocated peak beside it).",
         epilog=MEMORY_EXIT_CODES)
     e.add_argument("model", type=_choice("model", MEMORY_MODELS), metavar="MODEL",
                    help=f"one of {', '.join(MEMORY_MODELS)}")
@@ -190,7 +192,8 @@ def _at_least(low: int, hint: str = ""):
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {text!r}{hint}") from None
+            digits = " (write it in digits, e.g. 100000)" if any(c in text for c in "eE.") else ""
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {text!r}{digits}{hint}") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}{hint}")
         return value

@@ -52,7 +52,7 @@ def test_dtype_optimizer_and_accumulation_reach_the_estimate(capsys):
     from minigrad.training.recipes import mnist_mlp
     expected = estimate(mnist_mlp(), (1, 28, 28), 256, optimizer="sgd", dtype="float16", accumulation_steps=2)
     assert "float16, sgd" in out and "effective batch: 256 x 2 = 512" in out
-    assert f"peak {format_bytes(expected.peak)}" in out
+    assert f"peak allocated {format_bytes(expected.peak)}, reserved {format_bytes(expected.reserved)}" in out
 
 
 def test_without_a_gpu_every_profile_gets_a_verdict(capsys):

@@ -53,7 +53,9 @@ def test_the_verdict_flips_just_after_the_largest_batch():
     assert picker.fits() and ">fits: " in picker.figure().svg
     picker.set(batch_size=largest + 1)
     assert not picker.fits() and ">does NOT fit: " in picker.figure().svg
-    assert picker.estimate().peak > get_profile("gtx1050").usable_bytes >= picker.estimate().at(largest).peak
+    usable = get_profile("gtx1050").usable_bytes  # the card decides in reserved bytes, not the tensors' bytes
+    assert picker.estimate().reserved > usable >= picker.estimate().at(largest).replay("gtx1050").peak_reserved
+    assert picker.estimate().peak <= usable and 'data-category="reserved_unallocated"' in picker.figure().svg
     assert picker.measurements == 1  # the batch size is read from one cached estimate
     picker.set(gpu="gtx1650")
     assert picker.fits() and picker.measurements == 1

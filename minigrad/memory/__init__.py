@@ -11,7 +11,9 @@ tracemalloc (CPU) or CuPy's pool (GPU) beside it.
 step's memory by category and its peak, for any batch size, from three small
 measured batches extrapolated exactly; ``get_profile("gtx1050")`` and
 ``profiles_table()`` describe consumer GPUs, so ``Estimate.fits(profile)``
-says whether a configuration fits a card.
+says whether a configuration fits a card - in reserved bytes, the step's
+allocations replayed through the card's caching allocator, as the simulated
+card decides.
 
 ``CachingAllocator`` hands out blocks carved from cached segments, with
 PyTorch's size rules (512-byte rounding, a small pool of 2 MiB segments and
@@ -54,10 +56,16 @@ What the tracking files build on:
 
 Estimating a step's memory, and the cards it must fit:
 
-- ``estimate.py`` (356 lines): ``estimate()`` and the ``Estimate`` it returns; why measuring three batches is exact.
-- ``estimate_recording.py`` (204 lines): recording a training step's memory events at a small batch size.
+- ``estimate.py`` (423 lines): ``estimate()`` and the ``Estimate`` it returns; why measuring three batches
+  (and checking a fourth) is exact.
+- ``estimate_law.py`` (157 lines): the affine law on every event of the step, checked on four batches, and the
+  step's allocation sequence it yields.
+- ``estimate_recording.py`` (338 lines): recording a training step's memory events at a small batch size.
+- ``fit.py`` (130 lines): will it fit, in reserved bytes: the step's allocations replayed through the card's allocator.
+- ``card_check.py`` (95 lines): one step on a simulated card, the answer every fit figure must agree with.
 - ``profiles.py`` (127 lines): eight consumer GPUs (memory, bandwidth, throughput, CUDA context), with sources.
-- ``accumulation.py`` (148 lines): peak against micro-batch size at one effective batch (gradient accumulation).
+- ``accumulation.py`` (188 lines): peak and reserved bytes against micro-batch size at one effective batch
+  (gradient accumulation), and the fewest micro-batches that fit a card.
 - ``owned.py`` (36 lines): the tensors a model or optimizer owns, with the tag each is counted under.
 - ``ground_truth.py`` (68 lines): tracemalloc's and CuPy's pool's peaks, shown beside the tracker's.
 
@@ -76,8 +84,8 @@ The allocator's support:
 """
 
 from minigrad.memory.accumulation import (
-    AccumulationPoint, accumulation_estimates, estimate_at, fewest_steps_that_fit, measure_accumulated_peak,
-    peak_by_micro_batch,
+    AccumulationPoint, accumulation_estimates, estimate_at, fewest_steps_for, fewest_steps_that_fit,
+    measure_accumulated_peak, peak_by_micro_batch,
 )
 from minigrad.memory.allocator import (
     AllocatorOutOfMemoryError, CachingAllocator, CupyCachingAllocator, ReplayResult, compare_policies,
@@ -99,8 +107,8 @@ from minigrad.memory.timeline import TimelineEvent
 from minigrad.memory.tracker import Tracker, track
 
 __all__ = [
-    "AccumulationPoint", "accumulation_estimates", "estimate_at", "fewest_steps_that_fit", "measure_accumulated_peak",
-    "peak_by_micro_batch",
+    "AccumulationPoint", "accumulation_estimates", "estimate_at", "fewest_steps_for", "fewest_steps_that_fit",
+    "measure_accumulated_peak", "peak_by_micro_batch",
     "AllocatorOutOfMemoryError", "CATEGORIES", "CachingAllocator", "CupyCachingAllocator", "Estimate", "EstimateError",
     "GPUProfile", "OOMReport", "OPTIMIZERS", "OutOfMemoryError", "PROFILES", "ReplayResult", "SimulatedGPU",
     "TimelineEvent", "Tracker", "compare_policies", "compare_policies_on_training_step", "estimate", "format_bytes",

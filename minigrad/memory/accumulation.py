@@ -16,12 +16,17 @@ without accumulation and one with ``accumulation_steps=2`` give the peak at
 every micro-batch size and every number of steps, by ``Estimate.at`` (no new
 measurement). ``measure_accumulated_peak`` runs real steps through
 ``GradientAccumulator`` under the tracker, to check the figures.
+
+Whether a micro-batch fits a card is the card's answer, in reserved bytes:
+each point keeps its estimate, whose step is replayed through the card's
+allocator (:mod:`minigrad.memory.fit`); ``peak`` (allocated) and
+``reserved`` stand side by side.
 """
 
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import minigrad.tensor as mt
 from minigrad import nn
@@ -32,18 +37,30 @@ from minigrad.optim import GradientAccumulator
 from minigrad.memory import buffers
 
 __all__ = ["AccumulationPoint", "accumulation_estimates", "estimate_at", "peak_by_micro_batch", "fewest_steps_that_fit",
-           "measure_accumulated_peak"]
+           "fewest_steps_for", "measure_accumulated_peak"]
 
 
 @dataclass(frozen=True)
 class AccumulationPoint:
-    """One way to make the effective batch: ``steps`` micro-batches of ``micro_batch`` examples, and its step's peak."""
+    """One way to make the effective batch: ``steps`` micro-batches of ``micro_batch`` examples, and its step's peak.
+
+    ``peak``: allocated bytes (the tensors'); ``reserved``: what the caching
+    allocator holds at the peak, on a card big enough; ``fits(card)`` is the card's answer.
+    """
 
     micro_batch: int
     steps: int
     peak: int
     peak_by_category: dict
     peak_phase: str
+    reserved: int = 0
+    estimate: Estimate | None = field(default=None, repr=False, compare=False)
+
+    def fits(self, profile) -> bool:
+        """Whether this micro-batch's step runs on ``profile``'s card (reserved bytes, replayed)."""
+        if self.estimate is None:
+            return self.peak <= get_profile(profile).usable_bytes
+        return self.estimate.fits(profile)
 
     @property
     def effective_batch(self) -> int:
@@ -93,15 +110,38 @@ def peak_by_micro_batch(model, input_shape, effective_batch: int, optimizer="ada
     for micro in reversed(sizes):
         step = estimate_at(estimates, micro, effective_batch // micro)
         points.append(AccumulationPoint(micro, effective_batch // micro, step.peak, step.peak_by_category,
-                                        step.peak_phase))
+                                        step.peak_phase, step.reserved, step))
     return points
 
 
 def fewest_steps_that_fit(points, profile) -> AccumulationPoint | None:
-    """The point with the fewest micro-batches (the largest micro-batch) whose peak fits ``profile``; None if none."""
-    budget = get_profile(profile).usable_bytes
-    fitting = [p for p in points if p.peak <= budget]
+    """The point with the fewest micro-batches (the largest micro-batch) that fits ``profile``'s card; None if none."""
+    fitting = [p for p in points if p.fits(profile)]
     return min(fitting, key=lambda p: p.steps) if fitting else None
+
+
+def fewest_steps_for(estimates: tuple, effective_batch: int, profile) -> AccumulationPoint | None:
+    """The fewest micro-batches that make ``effective_batch`` and fit ``profile``'s card, for any effective batch.
+
+    Without listing divisors: the micro-batch can be no larger than the
+    largest that fits by allocated bytes, so the candidates are the divisors
+    of ``effective_batch`` below that bound, largest first, each replayed
+    through the card's allocator. None if not even micro-batches of one fit.
+    """
+    whole, accumulated = estimates
+    if whole.at(effective_batch).fits(profile):
+        step = whole.at(effective_batch)
+        return AccumulationPoint(effective_batch, 1, step.peak, step.peak_by_category, step.peak_phase,
+                                 step.reserved, step)
+    bound = min(accumulated.max_batch_size_by_allocated(profile), effective_batch // 2)
+    for micro in range(bound, 0, -1):
+        if effective_batch % micro:
+            continue
+        step = estimate_at(estimates, micro, effective_batch // micro)
+        if step.fits(profile):
+            return AccumulationPoint(micro, effective_batch // micro, step.peak, step.peak_by_category,
+                                     step.peak_phase, step.reserved, step)
+    return None
 
 
 def measure_accumulated_peak(build_model, input_shape, micro_batch: int, steps: int, optimizer="adam",

@@ -6,7 +6,9 @@
 micro-batch size a bar stacked by category - the split at the step's peak,
 in the segment map's colours - on a log-2 axis, the number of accumulated
 micro-batches above it, and the card's usable memory (after the CUDA
-context) as a horizontal line, the points under it marked as fitting.
+context) as a horizontal line. Where the points have ``reserved`` (the
+caching allocator's bytes) an outlined bar shows it, and a point is marked as
+fitting by its own ``fits(card)`` (the card's answer, in reserved bytes).
 
 Drawn without pyplot (``matplotlib.figure.Figure``), shown as PNG in a notebook.
 """
@@ -47,10 +49,14 @@ def plot_peak_by_micro_batch(points, gpu=None, title: str | None = None) -> Figu
         ax.bar(xs, heights, bottom=bottom, color=CATEGORY_COLOURS[category], label=category.replace("_", " "),
                width=0.7)
         bottom = [b + h for b, h in zip(bottom, heights)]
-    for x, p in zip(xs, points):
-        fits = profile is None or p.peak <= profile.usable_bytes
-        ax.annotate(f"x{p.steps}", (x, p.peak / MiB), textcoords="offset points", xytext=(0, 3), ha="center",
-                    fontsize=8, color="black" if fits else "#b91c1c")
+    reserved = [getattr(p, "reserved", 0) or 0 for p in points]
+    if any(reserved):  # what the caching allocator holds: the card decides on it
+        ax.bar(xs, [r / MiB for r in reserved], fill=False, edgecolor="#111827", linewidth=1.0, width=0.8,
+               label="reserved (caching allocator)")
+    for x, p, r in zip(xs, points, reserved):
+        fits = profile is None or (p.fits(profile) if hasattr(p, "fits") else p.peak <= profile.usable_bytes)
+        ax.annotate(f"x{p.steps}", (x, max(p.peak, r) / MiB), textcoords="offset points", xytext=(0, 3),
+                    ha="center", fontsize=8, color="black" if fits else "#b91c1c")
     if profile is not None:
         ax.axhline(profile.usable_bytes / MiB, color="#b91c1c", linestyle="--", linewidth=1.2,
                    label=f"{profile.short_name}: {profile.usable_bytes / MiB:.0f} MiB usable")

@@ -3,7 +3,7 @@
 ``draw_will_it_fit(peak_by_category, gpu)`` draws two horizontal bars on one
 byte scale: the card (the CUDA context, then what is usable) and the step
 (the same context, then the step's peak split by category in the segment
-map's colours), with the card's capacity as a dashed line; the verdict, the
+map's colours, then the bytes the caching allocator reserves beyond them), with the card's capacity as a dashed line; the verdict, the
 margin and the largest batch that fits are written above. Every rectangle is
 ``bytes * scale`` pixels wide, one scale for the figure.
 
@@ -18,7 +18,9 @@ checkpointing yet (chapter 10 will plug it into ``estimate(checkpoint=...)``).
 
 Invariants
 - The figure is a pure function of its arguments: the same state draws byte-identical SVG.
-- The verdict is ``peak <= usable bytes`` (memory minus the CUDA context), as ``Estimate.fits``.
+- The verdict is the card's (``Estimate.fits``): the step's allocations replayed through its caching
+  allocator, in reserved bytes; the bar shows the allocated peak by category, then what the allocator
+  holds beyond it (rounding to 512 B, 2/20 MiB segments, unsplit blocks) up to the reserved peak.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ INPUT_SHAPE = (1, 28, 28)
 
 LEFT, BAR_WIDTH, RIGHT = 110, 600.0, 24
 BAR_HEIGHT, MIN_LABEL_WIDTH = 24, 64
-CONTEXT_FILL, USABLE_FILL, CAPACITY = "#9ca3af", "#f8fafc", "#b91c1c"
+CONTEXT_FILL, USABLE_FILL, CAPACITY, RESERVED_FILL = "#9ca3af", "#f8fafc", "#b91c1c", "#cbd5e1"
 FITS_COLOUR, OVER_COLOUR = "#15803d", "#b91c1c"
 GiB, MiB = 1024**3, 1024**2
 
@@ -80,11 +82,15 @@ def _ticks(span: float) -> list[int]:
     return [i * step for i in range(int(span // step) + 1)]
 
 
-def draw_will_it_fit(peak_by_category: dict, gpu, title: str = "", max_batch: int | None = None) -> SVGFigure:
+def draw_will_it_fit(peak_by_category: dict, gpu, title: str = "", max_batch: int | None = None,
+                     reserved: int | None = None, fits: bool | None = None) -> SVGFigure:
     """The step's peak (by category, after the CUDA context) against ``gpu``'s capacity; the verdict above.
 
     ``peak_by_category``: bytes per category at the step's peak (``Estimate.peak_by_category``);
     ``gpu``: a profile name or ``GPUProfile``; ``max_batch``: the largest batch that fits, if known.
+    ``reserved``: the caching allocator's bytes (``Estimate.reserved``, or its replay on the card): the
+    part above the tensors' bytes is drawn as "reserved, unallocated", and the verdict is in reserved
+    bytes, as the card decides; ``fits``: the card's answer (``Estimate.fits``), if known.
     """
     from minigrad.memory.profiles import get_profile
 
@@ -94,12 +100,19 @@ def draw_will_it_fit(peak_by_category: dict, gpu, title: str = "", max_batch: in
         raise ValueError(f"draw_will_it_fit: bytes must be >= 0, got {parts}")
     peak = sum(parts.values())
     context, capacity = profile.context_bytes, profile.memory_bytes
-    span = max(capacity, context + peak) * 1.04
+    held = peak if reserved is None else max(int(reserved), peak)
+    span = max(capacity, context + held) * 1.04
     scale = BAR_WIDTH / span
-    margin = profile.usable_bytes - peak
-    fits = margin >= 0
-    verdict = (f"{'fits' if fits else 'does NOT fit'}: peak {_bytes(peak)} + CUDA context {_bytes(context)} "
-               f"{'<=' if fits else '>'} {_bytes(capacity)} ({_bytes(abs(margin))} {'to spare' if fits else 'over'})")
+    margin = profile.usable_bytes - held
+    fits = margin >= 0 if fits is None else bool(fits)
+    if reserved is None:
+        verdict = (f"{'fits' if fits else 'does NOT fit'}: peak {_bytes(peak)} + CUDA context {_bytes(context)} "
+                   f"{'<=' if fits else '>'} {_bytes(capacity)} ({_bytes(abs(margin))} "
+                   f"{'to spare' if margin >= 0 else 'over'})")
+    else:
+        verdict = (f"{'fits' if fits else 'does NOT fit'}: reserved {_bytes(held)} (allocated {_bytes(peak)}) + "
+                   f"CUDA context {_bytes(context)} {'<=' if margin >= 0 else '>'} {_bytes(capacity)} "
+                   f"({_bytes(abs(margin))} {'to spare' if margin >= 0 else 'over'})")
     body = []
     y = 18
     for line in (title.splitlines() if title else []):
@@ -120,7 +133,7 @@ def draw_will_it_fit(peak_by_category: dict, gpu, title: str = "", max_batch: in
                  "x": f"{LEFT + x_bytes * scale:.3f}", "y": y_top}
         body.append(_element("rect", attrs, _element("title", {}, _escape(f"{category}: {_bytes(nbytes)}"))))
         if label and width >= MIN_LABEL_WIDTH:
-            dark = category in DARK_TEXT_ON or fill in (USABLE_FILL, CONTEXT_FILL)
+            dark = category in DARK_TEXT_ON or fill in (USABLE_FILL, CONTEXT_FILL, RESERVED_FILL)
             body.append(_text(label, LEFT + (x_bytes + nbytes / 2) * scale, y_top + 16, anchor="middle", size=10,
                               fill=TEXT if dark else "#ffffff"))
 
@@ -136,6 +149,8 @@ def draw_will_it_fit(peak_by_category: dict, gpu, title: str = "", max_batch: in
         rect(offset, nbytes, step_y, CATEGORY_COLOURS.get(category, CATEGORY_COLOURS["other"]), category,
              _bytes(nbytes))
         offset += nbytes
+    if held > peak:
+        rect(offset, held - peak, step_y, RESERVED_FILL, "reserved_unallocated", "reserved, unallocated")
     x_capacity = LEFT + capacity * scale
     body.append(_element("line", {"stroke": CAPACITY, "stroke-dasharray": "5 3", "stroke-width": 1.5,
                                   "x1": f"{x_capacity:.3f}", "x2": f"{x_capacity:.3f}", "y1": card_y - 6,
@@ -150,12 +165,14 @@ def draw_will_it_fit(peak_by_category: dict, gpu, title: str = "", max_batch: in
         label = "0" if not tick else f"{tick / GiB:g} GiB" if tick >= GiB else f"{tick // MiB} MiB"
         body.append(_text(label, x, axis_y + 16, anchor="middle", size=10, fill=TEXT_SOFT))
     legend_y, x = axis_y + 36, 12.0
-    for category, nbytes in [("cuda_context", context), *parts.items()]:
+    legend = [("cuda_context", context), *parts.items()] + ([("reserved_unallocated", held - peak)] if held > peak else [])
+    for category, nbytes in legend:
         name = "CUDA context" if category == "cuda_context" else category.replace("_", " ")
         label = f"{name} {_bytes(nbytes)}"
         if x + 18 + _text_width(label) * 10 / 12 > LEFT + BAR_WIDTH:
             x, legend_y = 12.0, legend_y + 18
-        fill = CONTEXT_FILL if category == "cuda_context" else CATEGORY_COLOURS.get(category, CATEGORY_COLOURS["other"])
+        fill = (CONTEXT_FILL if category == "cuda_context" else RESERVED_FILL if category == "reserved_unallocated"
+                else CATEGORY_COLOURS.get(category, CATEGORY_COLOURS["other"]))
         body.append(_element("rect", {"fill": fill, "height": 10, "width": 14, "x": x, "y": legend_y - 9}))
         body.append(_text(label, x + 18, legend_y, size=10))
         x += 18 + _text_width(label) * 10 / 12 + 14
@@ -239,7 +256,10 @@ class WillItFit(WidgetFrame):
 
     def figure(self) -> SVGFigure:
         step = self.estimate()
-        return draw_will_it_fit(step.peak_by_category, self.gpu, self.title(), step.max_batch_size(self.gpu))
+        fits = step.fits(self.gpu)
+        reserved = step.replay(self.gpu).peak_reserved if fits else step.reserved
+        return draw_will_it_fit(step.peak_by_category, self.gpu, self.title(), step.max_batch_size(self.gpu),
+                                reserved=reserved, fits=fits)
 
     # ------------------------------------------------------------------ the widget
 

@@ -74,11 +74,14 @@ def test_the_figure_renders_a_bar_per_micro_batch_and_the_capacity_line():
     figure = plot_peak_by_micro_batch(points, "gtx1050")
     ax = figure.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["8192", "4096", "2048", "1024"]
-    tops = {}
-    for patch in ax.patches:  # stacked bars: the top of each column is its peak
+    tops, outlines = {}, {}
+    for patch in ax.patches:  # stacked bars: the top of each column is its peak; the outline, what is reserved
         x = round(patch.get_x() + patch.get_width() / 2)
-        tops[x] = max(tops.get(x, 0.0), patch.get_y() + patch.get_height())
+        into = tops if patch.get_fill() else outlines
+        into[x] = max(into.get(x, 0.0), patch.get_y() + patch.get_height())
     assert [tops[x] for x in range(4)] == pytest.approx([p.peak / 2**20 for p in points])
+    assert [outlines[x] for x in range(4)] == pytest.approx([p.reserved / 2**20 for p in points])
+    assert all(p.reserved > p.peak for p in points)
     line = ax.get_lines()[0]
     assert line.get_ydata()[0] == pytest.approx(get_profile("gtx1050").usable_bytes / 2**20)
     assert [t.get_text() for t in ax.texts] == ["x1", "x2", "x4", "x8"]
