@@ -158,3 +158,18 @@ def test_swapped_methods_see_the_library_class_under_the_learners_name():
         model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
         assert [n for n, _ in model.named_parameters()] == ["0.weight", "0.bias", "2.weight", "2.bias"]
     assert vars(module.Module)["__setattr__"] is original and mine.Module is not module.Module
+
+
+def test_a_path_from_the_course_folder_works_from_chapters(monkeypatch):
+    """``use_exercise("8.3", "exercises/08_allocator.py")`` in a notebook run from chapters/ finds the course's file."""
+    from minigrad.memory.allocator import caching_allocator
+
+    monkeypatch.chdir(ROOT / "chapters")
+    original = caching_allocator.CachingAllocator._split
+    with use_exercise("8.3", "exercises/08_allocator.py") as mine:
+        assert Path(mine.__file__).resolve() == ROOT / "exercises" / "08_allocator.py"
+        assert caching_allocator.CachingAllocator._split is mine.CachingAllocator.__dict__["_split"]
+    assert caching_allocator.CachingAllocator._split is original
+    with pytest.raises(FileNotFoundError, match="looked in"):
+        with use_exercise("8.3", "exercises/no_such_file.py"):
+            pass
