@@ -40,7 +40,10 @@ size of the memory chips; ``nvidia-smi`` shows a little less on some boards
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 __all__ = ["GPUProfile", "PROFILES", "get_profile", "profiles_table", "CUDA_CONTEXT_BYTES"]
 
@@ -61,6 +64,19 @@ class GPUProfile:
     tensor_cores: int
     compute_capability: tuple[int, int]
     context_bytes: int = CUDA_CONTEXT_BYTES
+
+    def __post_init__(self) -> None:
+        for name in ("memory_bytes", "context_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise TypeError(f"GPUProfile {self.short_name!r}: {name} must be a number of bytes, "
+                                f"got {type(value).__name__} {value!r}")
+            if isinstance(value, (float, np.floating)) and not (math.isfinite(value) and float(value).is_integer()):
+                raise ValueError(f"GPUProfile {self.short_name!r}: {name} must be a whole number of bytes, got {value!r}"
+                                 f" (e.g. int(2.5 * 2**30))")
+            if value < 0:
+                raise ValueError(f"GPUProfile {self.short_name!r}: {name} must be >= 0, got {value!r}")
+            object.__setattr__(self, name, int(value))  # 2e9 or np.int64(2**31): an exact Python int
 
     @property
     def usable_bytes(self) -> int:
