@@ -61,9 +61,9 @@ class Counts:
     def __init__(self, known: dict | None = None) -> None:
         self.by_category: dict[str, int] = dict.fromkeys(CATEGORIES, 0)
         self.category_of: dict[int, str] = {}  # buffer_id -> category, for every buffer counted and alive
-        for buffer, (nbytes, category) in (known or {}).items():
-            self.category_of[buffer] = category
-            self.by_category[category] += nbytes
+        for buffer_id, (size, category) in (known or {}).items():
+            self.category_of[buffer_id] = category
+            self.by_category[category] += size
         self.current = self.peak = sum(self.by_category.values())
         self.peak_by_category = dict(self.by_category)
         self.peak_at: int | None = None  # index of the event that first reached the peak (None: the start)
@@ -89,4 +89,4 @@ def count_events(counts: Counts, events, start: int = 0) -> None:
         kind, nbytes, buffer, tag = events[index][:4]
         # TODO Exercise 8.5
         raise NotImplementedError("Exercise 8.5: an allocation adds its bytes to its tag's category (a new peak: remember its split as it is now); a free takes them from the category the buffer was counted in; a relabelling moves them; an event about a buffer you never counted changes nothing")
-    counts.current, counts.peak = current, peak
+    counts.peak, counts.current = peak, current
