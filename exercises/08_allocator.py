@@ -57,8 +57,12 @@ class CachingAllocator:
     """
 
     def __init__(self, capacity: int | None = None, policy: str = "best_fit", device: DeviceMemory | None = None):
-        if policy not in POLICIES:
-            raise ValueError(f"CachingAllocator: unknown policy {policy!r}; choose one of {sorted(POLICIES)}")
+        if not isinstance(policy, str) or policy not in POLICIES:
+            raise ValueError(f"CachingAllocator: unknown policy {policy!r}; choose one of {sorted(POLICIES)} "
+                             f"(one name, e.g. policy='best_fit')")
+        if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0):
+            raise ValueError(f"CachingAllocator: capacity must be a number of bytes (an int >= 0) or None for an "
+                             f"unbounded device, got {type(capacity).__name__} {capacity!r}")
         if device is not None and capacity is not None:
             raise ValueError("CachingAllocator: give a capacity or a device, not both (the device has its capacity)")
         self.policy = policy
@@ -103,7 +107,7 @@ class CachingAllocator:
         was_split = block.is_split()
         remainder_size = block.size - size
         # TODO Exercise 8.3
-        raise NotImplementedError('Exercise 8.3: make a free block of the rest right after this one, link the neighbours both ways, shrink the block, put the rest in the pool')
+        raise NotImplementedError("Exercise 8.3: afterwards the blocks of the segment still tile it and there is one more, free and in the pool; every block's next points back to it")
         if was_split:  # an inactive split block shrinks by the part handed out
             self.stats.change("inactive_split_bytes", pool.name, -size)
         else:  # a whole segment's block is cut: its remainder is a new inactive split block
@@ -140,6 +144,11 @@ class CachingAllocator:
 
     def free(self, address: int) -> None:
         """Return the block at ``address`` to its pool, merged with its free neighbours."""
+        if isinstance(address, bool) or not isinstance(address, int):
+            hint = (f" (an address is the int malloc returned; int({address!r}, 16) if you wrote it out in hex)"
+                    if isinstance(address, str) else " (pass the int address that malloc returned)")
+            raise TypeError(f"CachingAllocator.free: address must be an int, got {type(address).__name__} "
+                            f"{address!r}{hint}")
         block = self.allocated.pop(address, None)
         if block is None:
             raise ValueError(f"CachingAllocator.free: no allocated block at address {address:#x} "
@@ -163,7 +172,7 @@ class CachingAllocator:
         self.stats.change("inactive_split_bytes", pool.name, -neighbour.size)  # a free neighbour is always split
         self.stats.change("inactive_split", pool.name, -1)
         # TODO Exercise 8.4
-        raise NotImplementedError("Exercise 8.4: the block takes over the neighbour's bytes: from a neighbour before it, its start too; relink the blocks beyond the neighbour (and the segment's first block)")
+        raise NotImplementedError('Exercise 8.4: afterwards the blocks still tile the segment with one fewer, and nothing (no block, not the segment) still points at the absorbed neighbour')
 
     # ------------------------------------------------------------------ cache
 

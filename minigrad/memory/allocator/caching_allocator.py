@@ -102,7 +102,7 @@ class CachingAllocator:
         """Cut ``block`` to ``size`` bytes; the rest becomes a free block right after it, in ``pool``."""
         was_split = block.is_split()
         remainder_size = block.size - size
-        ### BEGIN SOLUTION 8.3 | make a free block of the rest right after this one, link the neighbours both ways, shrink the block, put the rest in the pool
+        ### BEGIN SOLUTION 8.3 | afterwards the blocks of the segment still tile it and there is one more, free and in the pool; every block's next points back to it
         remainder = Block(block.address + size, remainder_size, block.segment)
         remainder.prev, remainder.next = block, block.next
         if block.next is not None:
@@ -174,7 +174,7 @@ class CachingAllocator:
         pool.remove(neighbour)
         self.stats.change("inactive_split_bytes", pool.name, -neighbour.size)  # a free neighbour is always split
         self.stats.change("inactive_split", pool.name, -1)
-        ### BEGIN SOLUTION 8.4 | the block takes over the neighbour's bytes: from a neighbour before it, its start too; relink the blocks beyond the neighbour (and the segment's first block)
+        ### BEGIN SOLUTION 8.4 | afterwards the blocks still tile the segment with one fewer, and nothing (no block, not the segment) still points at the absorbed neighbour
         if neighbour is block.prev:
             block.address = neighbour.address
             block.prev = neighbour.prev
