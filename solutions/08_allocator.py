@@ -57,8 +57,12 @@ class CachingAllocator:
     """
 
     def __init__(self, capacity: int | None = None, policy: str = "best_fit", device: DeviceMemory | None = None):
-        if policy not in POLICIES:
-            raise ValueError(f"CachingAllocator: unknown policy {policy!r}; choose one of {sorted(POLICIES)}")
+        if not isinstance(policy, str) or policy not in POLICIES:
+            raise ValueError(f"CachingAllocator: unknown policy {policy!r}; choose one of {sorted(POLICIES)} "
+                             f"(one name, e.g. policy='best_fit')")
+        if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0):
+            raise ValueError(f"CachingAllocator: capacity must be a number of bytes (an int >= 0) or None for an "
+                             f"unbounded device, got {type(capacity).__name__} {capacity!r}")
         if device is not None and capacity is not None:
             raise ValueError("CachingAllocator: give a capacity or a device, not both (the device has its capacity)")
         self.policy = policy
@@ -145,6 +149,11 @@ class CachingAllocator:
 
     def free(self, address: int) -> None:
         """Return the block at ``address`` to its pool, merged with its free neighbours."""
+        if isinstance(address, bool) or not isinstance(address, int):
+            hint = (f" (an address is the int malloc returned; int({address!r}, 16) if you wrote it out in hex)"
+                    if isinstance(address, str) else " (pass the int address that malloc returned)")
+            raise TypeError(f"CachingAllocator.free: address must be an int, got {type(address).__name__} "
+                            f"{address!r}{hint}")
         block = self.allocated.pop(address, None)
         if block is None:
             raise ValueError(f"CachingAllocator.free: no allocated block at address {address:#x} "
