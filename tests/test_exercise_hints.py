@@ -154,3 +154,12 @@ def test_the_invariant_rule_catches_spelled_out_hints():
     assert _spelled_out("Activations: $B \\sum_{i=1}^{L-1} n_i$ and $P = n_0 n_1$", 2)
     assert _spelled_out("hidden widths `sizes[1:-1]`", 1)
     assert not _spelled_out("the `prev` of its `next` is the block itself; `malloc(1000)` rounds to 1024", 2)
+
+
+@pytest.mark.parametrize("chapter", sorted(chapters()))
+def test_every_chapter_has_a_grade_cell_and_a_try_my_code_cell(chapter):
+    """The README's promise: each chapter grades its exercises in place and runs its demo on the learner's code."""
+    nb = json.loads(notebook_for(chapter).read_text())
+    code = ["".join(cell["source"]) for cell in nb["cells"] if cell["cell_type"] == "code"]
+    assert any(f'grade("{chapter}")' in source for source in code), f"chapter {chapter}: no grade(\"{chapter}\") cell"
+    assert any("try_my_code(" in source for source in code), f"chapter {chapter}: no try_my_code cell"
