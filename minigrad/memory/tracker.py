@@ -151,20 +151,33 @@ class Tracker:
         self.baseline = self._old_live = self._old_at_peak = self._counts.current
         self.baseline_by_category = dict(self._counts.by_category)
         self._update_phase()
-        if self.model is not None:
-            self._seen.add(id(self.model))
-            self._name_modules(self.model)
-            self._register_module(self.model)
-        if self.optimizer is not None:
-            self._seen.add(id(self.optimizer))
-            self._register_optimizer(self.optimizer)
+        try:
+            if self.model is not None:
+                self._seen.add(id(self.model))
+                self._name_modules(self.model)
+                self._register_module(self.model)
+            if self.optimizer is not None:
+                self._seen.add(id(self.optimizer))
+                self._register_optimizer(self.optimizer)
+        except BaseException:  # the with-block never starts, so __exit__ never runs: stop observing here
+            self._stop()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        self._drain()
+        try:
+            self._drain()  # may raise: a learner's count_events plugged in with use_exercise("8.5")
+        finally:
+            self._stop()
+
+    def _stop(self) -> None:
+        """Stop observing and let the model go (also when counting raised); the tracker is finished."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
         if self._tracemalloc is not None:
             self._tracemalloc.stop()
             self.tracemalloc_peak = self._tracemalloc.peak

@@ -143,6 +143,21 @@ def targets_made_before_track_are_input():
 
 
 @case("silent-wrong")
+def a_tracker_that_fails_to_start_stops_observing(monkeypatch):
+    """Counting raises while the model's tensors are reported (a learner's engine plugged in): no observer is left."""
+    from minigrad.memory import counting
+
+    def broken(counts, events, start=0):
+        raise NotImplementedError("Exercise 8.5")
+
+    monkeypatch.setattr(counting, "count_events", broken)
+    with pytest.raises(NotImplementedError):
+        with track(_mlp()):
+            pass
+    assert not buffers.observers and not phases.observers  # else every later tracker counts this one's buffers
+
+
+@case("silent-wrong")
 def capacity_true_is_refused():
     for capacity in (True, False, 2.5, -1, "8MiB"):
         with pytest.raises(ValueError, match="capacity must be a number of bytes"):
@@ -247,7 +262,7 @@ def a_checkpoint_that_expands_past_the_cap(tmp_path, monkeypatch):
 
 def test_the_table_covers_both_classes():
     kinds = [kind for kind, _, _ in CASES]
-    assert kinds.count("silent-wrong") == 6 and kinds.count("crash") == 6, kinds
+    assert kinds.count("silent-wrong") == 7 and kinds.count("crash") == 6, kinds
 
 
 @pytest.mark.parametrize("kind, name, fn", CASES, ids=[f"{k}:{n}" for k, n, _ in CASES])
