@@ -28,7 +28,7 @@ recorded training step.
 
 Reading order
 -------------
-Tracking, then the allocator from the rules up (1,879 lines in all):
+Tracking, then the allocator from the rules up (1,897 lines in all):
 
 1. ``categories.py`` (40 lines): the seven memory categories and which buffer tag falls into which.
 2. ``storage.py`` (48 lines): the bytes a set of tensors holds, each buffer once (exercise 8.1).
@@ -41,7 +41,7 @@ Tracking, then the allocator from the rules up (1,879 lines in all):
      listened to only while something observes.
    - ``counting.py`` (113 lines): the tracker's engine: allocation events in, live bytes by category, the peak
      and its split out (exercise 8.5).
-   - ``tracker.py`` (459 lines): ``track()``: the events counted by ``counting``, phases, bytes saved per module.
+   - ``tracker.py`` (477 lines): ``track()``: the events counted by ``counting``, phases, bytes saved per module.
 5. ``timeline.py`` (100 lines): the timeline's rows and their running totals per category.
 6. ``allocator/sizes.py`` (72 lines): rounding, the two pools, segment sizes, when to split (exercise 8.6).
 7. ``allocator/blocks.py`` (69 lines): segments and the blocks that tile them.

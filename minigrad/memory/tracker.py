@@ -11,7 +11,12 @@
 The tracker is an allocation observer of the buffer registry
 (:mod:`minigrad.memory.buffers`) and a phase observer (:mod:`.phases`): it counts *buffers*, the memory behind
 tensors, so a view is never counted twice, and a buffer is counted as freed
-when its last user (tensor, view, array saved for backward) goes.
+when its last user (tensor, view, array saved for backward) goes. The
+counting itself (bytes by category, the peak and its split) is
+:func:`minigrad.memory.counting.count_events`, called through its module, so
+``use_exercise("8.5")`` makes the tracker count with a learner's version;
+what is here is the bookkeeping around it: phases, modules, the timeline,
+the tensors that existed before the block.
 
 Invariants
 - ``current`` is the sum of the live buffers it knows, exactly (bytes), and
