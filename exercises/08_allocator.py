@@ -35,7 +35,8 @@ from minigrad.memory.allocator.blocks import Block, Segment
 from minigrad.memory.allocator.device import DeviceMemory
 from minigrad.memory.allocator.policies import POLICIES
 from minigrad.memory.allocator.pools import Pool
-from minigrad.memory.allocator.sizes import LARGE, SMALL, pool_for, round_size, segment_size, should_split
+from minigrad.memory.allocator import sizes  # its rules are called through the module: use_exercise("8.6") swaps them
+from minigrad.memory.allocator.sizes import LARGE, SMALL
 from minigrad.memory.allocator.stats import MemoryStats
 
 
@@ -56,8 +57,12 @@ class CachingAllocator:
     """
 
     def __init__(self, capacity: int | None = None, policy: str = "best_fit", device: DeviceMemory | None = None):
-        if policy not in POLICIES:
-            raise ValueError(f"CachingAllocator: unknown policy {policy!r}; choose one of {sorted(POLICIES)}")
+        if not isinstance(policy, str) or policy not in POLICIES:
+            raise ValueError(f"CachingAllocator: unknown policy {policy!r}; choose one of {sorted(POLICIES)} "
+                             f"(one name, e.g. policy='best_fit')")
+        if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0):
+            raise ValueError(f"CachingAllocator: capacity must be a number of bytes (an int >= 0) or None for an "
+                             f"unbounded device, got {type(capacity).__name__} {capacity!r}")
         if device is not None and capacity is not None:
             raise ValueError("CachingAllocator: give a capacity or a device, not both (the device has its capacity)")
         self.policy = policy
@@ -78,14 +83,14 @@ class CachingAllocator:
         """Allocate ``nbytes`` (rounded up to 512); returns the block's address. ``tag`` labels it (e.g. a category)."""
         if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
             raise ValueError(f"CachingAllocator.malloc: nbytes must be an int >= 0, got {nbytes!r}")
-        size = round_size(nbytes)
-        pool = self.pools[pool_for(size)]
+        size = sizes.round_size(nbytes)
+        pool = self.pools[sizes.pool_for(size)]
         block = self._fit(pool, size)
         if block is None:
             block = self._new_segment(nbytes, size, pool.name).first
         else:
             pool.remove(block)
-        if should_split(block.size, size, pool.name):
+        if sizes.should_split(block.size, size, pool.name):
             self._split(block, size, pool)
         elif block.is_split():  # an inactive split block is handed out whole
             self.stats.change("inactive_split_bytes", pool.name, -block.size)
@@ -102,7 +107,7 @@ class CachingAllocator:
         was_split = block.is_split()
         remainder_size = block.size - size
         # TODO Exercise 8.3
-        raise NotImplementedError('Exercise 8.3: make a free block of the rest right after this one, link the neighbours both ways, shrink the block, put the rest in the pool')
+        raise NotImplementedError("Exercise 8.3: afterwards the blocks of the segment still tile it and there is one more, free and in the pool; every block's next points back to it")
         if was_split:  # an inactive split block shrinks by the part handed out
             self.stats.change("inactive_split_bytes", pool.name, -size)
         else:  # a whole segment's block is cut: its remainder is a new inactive split block
@@ -110,7 +115,7 @@ class CachingAllocator:
             self.stats.change("inactive_split", pool.name, 1)
 
     def _new_segment(self, nbytes: int, size: int, pool: str) -> Segment:
-        reserve = segment_size(size)
+        reserve = sizes.segment_size(size)
         address = self.device.malloc(reserve)
         if address is None:
             self.stats.counters["num_alloc_retries"] += 1
@@ -139,6 +144,11 @@ class CachingAllocator:
 
     def free(self, address: int) -> None:
         """Return the block at ``address`` to its pool, merged with its free neighbours."""
+        if isinstance(address, bool) or not isinstance(address, int):
+            hint = (f" (an address is the int malloc returned; int({address!r}, 16) if you wrote it out in hex)"
+                    if isinstance(address, str) else " (pass the int address that malloc returned)")
+            raise TypeError(f"CachingAllocator.free: address must be an int, got {type(address).__name__} "
+                            f"{address!r}{hint}")
         block = self.allocated.pop(address, None)
         if block is None:
             raise ValueError(f"CachingAllocator.free: no allocated block at address {address:#x} "
@@ -162,7 +172,7 @@ class CachingAllocator:
         self.stats.change("inactive_split_bytes", pool.name, -neighbour.size)  # a free neighbour is always split
         self.stats.change("inactive_split", pool.name, -1)
         # TODO Exercise 8.4
-        raise NotImplementedError("Exercise 8.4: the block takes over the neighbour's bytes: from a neighbour before it, its start too; relink the blocks beyond the neighbour (and the segment's first block)")
+        raise NotImplementedError('Exercise 8.4: afterwards the blocks still tile the segment with one fewer, and nothing (no block, not the segment) still points at the absorbed neighbour')
 
     # ------------------------------------------------------------------ cache
 

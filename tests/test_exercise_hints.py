@@ -116,11 +116,11 @@ def test_no_hint_contains_the_solution_code(chapter):
                 assert not leaked, f"{exercise} hint {level} contains solution code: {leaked}"
 
 
-INVARIANT_CHAPTERS = ("07",)  # chapters whose level-2 hints follow the stricter rule below
+LEVEL_TWO_INVARIANT_CHAPTERS = ("07",)  # chapters whose level-2 hints follow the stricter rule below
 ASSIGNMENT_OR_INDEX = re.compile(r"`[^`\n]*(?:[^=!<>]=[^=]|\+=|-=|\w\[[^\]`]*\])[^`\n]*`")
 
 
-@pytest.mark.parametrize("chapter", INVARIANT_CHAPTERS)
+@pytest.mark.parametrize("chapter", LEVEL_TWO_INVARIANT_CHAPTERS)
 def test_level_two_hints_state_the_invariant_without_spelling_out_code(chapter):
     """A level-2 hint says what holds after each step, and leaves the assignments and indices to the learner:
     no code span with an assignment (``x = ...``, ``+=``) or a subscript (``a[i + s]``)."""
@@ -129,3 +129,52 @@ def test_level_two_hints_state_the_invariant_without_spelling_out_code(chapter):
         assert "the invariant" in text.split("</summary>")[0], f"{exercise} hint 2: its summary names the invariant"
         spelled = ASSIGNMENT_OR_INDEX.findall(text)
         assert not spelled, f"{exercise} hint 2 spells out code: {spelled}"
+
+
+# Chapters whose hints stop at the invariant: no level spells out an assignment in code, and no level before the
+# worked case (3) an index or address expression in code, or the answer as an equation.
+INVARIANT_CHAPTERS = ("08",)
+CODE_SPAN = re.compile(r"`([^`\n]+)`|```.*?```", re.S)
+ASSIGNMENT = re.compile(r"(?<![=!<>])(?:[-+*/]?=)(?!=)")
+INDEXING = re.compile(r"\[[^\]]*[:+\-*][^\]]*\]|\w\.\w+\s*[-+*/]\s*\w")
+EQUATION = re.compile(r"\$[^$]*=[^$]*\$")
+
+
+def _spelled_out(text: str, level: int) -> list[str]:
+    found = []
+    for match in CODE_SPAN.finditer(text):
+        code = match.group(0).strip("`")
+        if ASSIGNMENT.search(code):
+            found.append(f"an assignment in code: {code!r}")
+        elif level < 3 and INDEXING.search(code):  # the worked case may show its inputs (views such as a[1:])
+            found.append(f"an index or address expression in code: {code!r}")
+    if level < 3:
+        found += [f"an equation: {m.group(0)!r}" for m in EQUATION.finditer(text)]
+    return found
+
+
+@pytest.mark.parametrize("chapter", INVARIANT_CHAPTERS)
+def test_hints_stop_at_the_invariant(chapter):
+    """A hint says what must hold afterwards ("the blocks of a segment tile it; after the split there is one more"),
+    never the statements that make it hold."""
+    for exercise, levels in sorted(hint_cells(chapter).items()):
+        for level, text in sorted(levels.items()):
+            found = _spelled_out(text, level)
+            assert not found, f"{exercise} hint {level} spells out the solution: {found}"
+
+
+def test_the_invariant_rule_catches_spelled_out_hints():
+    assert _spelled_out("The remainder starts at `block.address + size`", 2)
+    assert _spelled_out("then `block.next.prev = remainder`", 3)
+    assert _spelled_out("Activations: $B \\sum_{i=1}^{L-1} n_i$ and $P = n_0 n_1$", 2)
+    assert _spelled_out("hidden widths `sizes[1:-1]`", 1)
+    assert not _spelled_out("the `prev` of its `next` is the block itself; `malloc(1000)` rounds to 1024", 2)
+
+
+@pytest.mark.parametrize("chapter", sorted(chapters()))
+def test_every_chapter_has_a_grade_cell_and_a_try_my_code_cell(chapter):
+    """The README's promise: each chapter grades its exercises in place and runs its demo on the learner's code."""
+    nb = json.loads(notebook_for(chapter).read_text())
+    code = ["".join(cell["source"]) for cell in nb["cells"] if cell["cell_type"] == "code"]
+    assert any(f'grade("{chapter}")' in source for source in code), f"chapter {chapter}: no grade(\"{chapter}\") cell"
+    assert any("try_my_code(" in source for source in code), f"chapter {chapter}: no try_my_code cell"

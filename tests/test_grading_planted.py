@@ -52,3 +52,16 @@ def test_planted_bug_loses_points_on_its_exercise(bug, tmp_path):
     path.write_text(solution.replace(bug.original, bug.replacement))
     result = _grade(bug.exercise, path)
     assert result.score < result.max_score, f"{bug.id} ({bug.description}) scored full marks on {bug.exercise}"
+
+
+@pytest.mark.parametrize("bug_id, named", [
+    ("split_remainder_points_back", "a cycle: the next of block"),
+    ("merge_forgets_the_back_link", "a broken back-link: the next of block"),
+])
+def test_allocator_checks_name_the_broken_pointer(bug_id, named, tmp_path):
+    """A block list with a cycle or a broken back-link is named in the feedback, not a bare MemoryError or KeyError."""
+    [bug] = [b for b in BUGS if b.id == bug_id]
+    path = tmp_path / bug.file
+    path.write_text((ROOT / "solutions" / bug.file).read_text().replace(bug.original, bug.replacement))
+    result = _grade(bug.exercise, path)
+    assert result.score < result.max_score and named in result.output, result.output

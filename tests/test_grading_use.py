@@ -1,5 +1,6 @@
 """use_exercise: a learner's exercise functions plugged into the library, and taken out again."""
 
+import gc
 from pathlib import Path
 
 import numpy as np
@@ -158,3 +159,70 @@ def test_swapped_methods_see_the_library_class_under_the_learners_name():
         model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
         assert [n for n, _ in model.named_parameters()] == ["0.weight", "0.bias", "2.weight", "2.bias"]
     assert vars(module.Module)["__setattr__"] is original and mine.Module is not module.Module
+
+
+def test_a_path_from_the_course_folder_works_from_chapters(monkeypatch):
+    """``use_exercise("8.3", "exercises/08_allocator.py")`` in a notebook run from chapters/ finds the course's file."""
+    from minigrad.memory.allocator import caching_allocator
+
+    monkeypatch.chdir(ROOT / "chapters")
+    original = caching_allocator.CachingAllocator._split
+    with use_exercise("8.3", "exercises/08_allocator.py") as mine:
+        assert Path(mine.__file__).resolve() == ROOT / "exercises" / "08_allocator.py"
+        assert caching_allocator.CachingAllocator._split is mine.CachingAllocator.__dict__["_split"]
+    assert caching_allocator.CachingAllocator._split is original
+    with pytest.raises(FileNotFoundError, match="looked in"):
+        with use_exercise("8.3", "exercises/no_such_file.py"):
+            pass
+
+
+def _tracked_mlp_step():
+    from minigrad import nn, optim
+    from minigrad.memory import track
+
+    mt.manual_seed(0)
+    model = nn.Sequential(nn.Linear(20, 16), nn.ReLU(), nn.Linear(16, 4))
+    optimizer = optim.Adam(model.parameters(), lr=1e-3)
+    x, y = mt.randn(8, 20), mt.tensor(np.arange(8) % 4)
+    with track(model, optimizer) as mem:
+        nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    return mem.peak, mem.peak_by_category, mem.by_category(), [row.phase for row in mem.timeline]
+
+
+def test_the_tracker_counts_with_the_learners_engine():
+    """8.5: track() runs the learner's count_events; the solution gives the library's figures, the stub raises."""
+    from minigrad.memory import counting
+
+    expected = _tracked_mlp_step()
+    with use_exercise("8.5", ROOT / "solutions" / "08_counting.py") as mine:
+        assert counting.count_events is mine.count_events
+        assert _tracked_mlp_step() == expected
+    with use_exercise("8.5", ROOT / "exercises" / "08_counting.py"):
+        assert "Exercise 8.5" in _not_implemented(_tracked_mlp_step)
+    gc.collect()
+    assert _tracked_mlp_step() == expected  # the library's engine again, and nothing of the failed step counted
+
+
+def _not_implemented(fn) -> str:
+    """The message of the NotImplementedError ``fn()`` raises (its traceback, and the step's tensors, let go)."""
+    try:
+        fn()
+    except NotImplementedError as err:
+        return str(err)
+    raise AssertionError("no NotImplementedError")
+
+
+def test_the_allocator_runs_on_the_learners_size_rules():
+    """8.6: CachingAllocator asks the learner's round_size, pool_for, segment_size and should_split."""
+    from minigrad.memory.allocator import CachingAllocator, sizes
+
+    with use_exercise("8.6", ROOT / "solutions" / "08_sizes.py") as mine:
+        assert sizes.should_split is mine.should_split
+        allocator = CachingAllocator()
+        allocator.malloc(11 * 2**20 + 1)
+        assert allocator.reserved_bytes == allocator.allocated_bytes == 12 * 2**20  # 1 MiB - 512 B left: no split
+    with use_exercise("8.6", ROOT / "exercises" / "08_sizes.py"):
+        with pytest.raises(NotImplementedError, match="Exercise 8.6"):
+            CachingAllocator().malloc(100)
+    assert sizes.round_size(100) == 512

@@ -32,6 +32,29 @@ def find_exercise_file(key: str | int | Part, start: Path | None = None) -> Path
     )
 
 
+def resolve_exercise_path(path: str | Path, start: Path | None = None) -> Path:
+    """``path`` as given if it exists; a relative one that does not is looked for in the folders above ``start``.
+
+    So ``"exercises/08_allocator.py"`` written in a notebook that runs in
+    ``chapters/`` finds the course folder's ``exercises/08_allocator.py``, as
+    the default lookup does.
+    """
+    given = Path(path).expanduser()
+    if given.is_file():
+        return given
+    if given.is_absolute():
+        raise FileNotFoundError(f"no such exercise file: {given}")
+    start = (start or Path.cwd()).resolve()
+    for folder in start.parents:
+        candidate = folder / given
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"no such exercise file: {given} (looked in {start} and every folder above it); give the path from the "
+        f"folder you run in (e.g. ../{given} from chapters/), or leave it out to find exercises/ by itself"
+    )
+
+
 def load_module(path: str | Path, name: str | None = None) -> ModuleType:
     """Import the Python file at ``path`` as a new module (a fresh copy on every call)."""
     path = Path(path).resolve()
@@ -55,7 +78,7 @@ def load_exercise(key: str | int, path: str | Path | None = None) -> ModuleType:
     ``key`` is a chapter with one exercise file ("01") or an exercise id ("5.3").
     With no ``path``, looks for ``exercises/NN_*.py`` from the current folder upwards.
     """
-    return load_module(path or find_exercise_file(key))
+    return load_module(resolve_exercise_path(path) if path else find_exercise_file(key))
 
 
 def _top_level_names(source: str) -> set[str] | None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
 
-from minigrad.grading.loader import find_exercise_file, load_exercise
+from minigrad.grading.loader import find_exercise_file, load_exercise, resolve_exercise_path
 from minigrad.grading.use import parts_for, use_exercise
 
 __all__ = ["try_my_code"]
@@ -86,8 +86,8 @@ def try_my_code(
     key = str(key)
     tag = f"exercise {key}: " if "." in key else ""
     try:
-        if path is not None and not Path(path).is_file():
-            raise FileNotFoundError(f"no such file: {path}")
+        if path is not None:
+            path = resolve_exercise_path(path)
         files = [Path(path) if path is not None else find_exercise_file(part) for part, _ in parts_for(key, path)]
     except (FileNotFoundError, ValueError) as err:
         print(f"{tag}could not find your exercise file: {err}")

@@ -38,7 +38,7 @@ from pathlib import Path
 from types import ModuleType
 
 from minigrad.grading.carve import exercise_functions
-from minigrad.grading.loader import find_exercise_file, load_module
+from minigrad.grading.loader import find_exercise_file, load_module, resolve_exercise_path
 from minigrad.grading.manifest import PACKAGE_DIR, Part, chapter, part_of
 
 __all__ = ["use_exercise", "library_module", "parts_for"]
@@ -87,7 +87,7 @@ def _swaps(part: Part, exercise: str | None, path) -> tuple[ModuleType, list]:
     names = exercise_functions(part.source, exercise)
     if exercise is not None and not names:
         raise ValueError(f"use_exercise: exercise {exercise} has no solution region in {Path(part.source).name}")
-    mine = load_module(path or find_exercise_file(part))
+    mine = load_module(resolve_exercise_path(path) if path else find_exercise_file(part))
     library = library_module(part)
     swaps = []
     for qualname in names:
@@ -117,7 +117,9 @@ def use_exercise(key: str | int, path: str | Path | None = None) -> Iterator[Mod
     that chapter's exercise files; an exercise id ("4.2") swaps only that
     exercise's. ``path``: the learner's file (default: ``exercises/NN_*.py``
     found from the current folder upwards; for a chapter of several files,
-    the one named like ``path``). Yields the learner's module, or a tuple of
+    the one named like ``path``). A relative ``path`` that does not exist
+    from the current folder is looked for from the folders above it, so
+    ``"exercises/08_allocator.py"`` works from ``chapters/`` too. Yields the learner's module, or a tuple of
     modules (in the manifest's order) for a chapter of several files.
     """
     key = str(key)

@@ -28,7 +28,7 @@ from typing import Callable
 from numpy import ndarray as _ndarray
 
 from minigrad.memory import buffers, phases, scratch
-from minigrad.memory.buffers import ACTIVATION, GRADIENT, OUTPUT, TEMPORARY, reported, track
+from minigrad.memory.buffers import ACTIVATION, GRADIENT, OUTPUT, TEMPORARY, TENSOR, reported, track
 from minigrad.nn.modules import module as nn_module
 from minigrad.optim import optimizer as optim_optimizer
 from minigrad.optim import update_kernels
@@ -49,7 +49,8 @@ def op_ran(cls, node, out, device) -> None:
     out_root = out if out.base is None else root_array(out)
     out_key = id(out_root)
     out_saved = False
-    for array in node._saved or ():
+    of_a_tensor = None  # indices of the saved arrays that use an input's (or the output's) buffer
+    for index, array in enumerate(node._saved or ()):
         if type(array) is not _ndarray and not (hasattr(array, "nbytes") and hasattr(array, "base")):
             continue  # not a buffer (a number, None, what a pack hook returned)
         root = array if array.base is None else root_array(array)
@@ -59,7 +60,11 @@ def op_ran(cls, node, out, device) -> None:
         record = reported.get(key)
         if record is None:
             if key != out_key:  # the output is reported below
-                track(root, device, ACTIVATION, op)
+                if of_a_tensor is None:
+                    of_a_tensor = {check[0] for check in getattr(node, "_checks", ())}
+                # an input tensor's buffer nobody reported was made before anyone observed (a target made before
+                # track()): it is data, not something this op made; what the op made itself is an activation
+                track(root, device, TENSOR if index in of_a_tensor else ACTIVATION, op)
         elif record[2] == OUTPUT or record[2] == TEMPORARY:
             buffers.retag(record, ACTIVATION, op)
     track(out_root, device, ACTIVATION if out_saved else OUTPUT, op)

@@ -72,6 +72,8 @@ class OOMReport:
     largest_free_block: int
     fragmentation: float
     largest_tensors: list  # (nbytes, category, op), largest first, at most three
+    segment: int | None = None  # the new segment the request needed (no cached block fitted it), if known
+    pool: str | None = None  # the pool it would have come from
 
     @property
     def free(self) -> int:
@@ -80,6 +82,22 @@ class OOMReport:
 
     def suggestions(self) -> list[Suggestion]:
         return suggestions(self.by_category)
+
+    def _segment_lines(self) -> list[str]:
+        if self.segment is None:
+            return []
+        from minigrad.memory.allocator.sizes import round_size
+
+        rule = _segment_rule(round_size(self.requested), self.pool)
+        bigger = self.segment > self.requested
+        return [
+            "",
+            f"No cached block fits it, so the allocator needed a whole new segment of {format_bytes(self.segment)}"
+            + (f", more than the {format_bytes(self.requested)} asked for ({rule})" if bigger else f" ({rule})")
+            + f"; the card has {format_bytes(self.free)} left to reserve."
+            + (" The tensor itself would fit: it is the segment that does not." if self.requested <= self.free < self.segment
+               else ""),
+        ]
 
     def message(self) -> str:
         made_by = f" made by {self.request_op}" if self.request_op else ""
@@ -92,6 +110,7 @@ class OOMReport:
             f"allocated by live tensors and {format_bytes(unallocated)} is reserved but unallocated "
             f"(fragmentation {self.fragmentation:.2f}: the largest free block is "
             f"{format_bytes(self.largest_free_block)}; blocks are rounded up to 512 bytes and carved from segments).",
+            *self._segment_lines(),
             "",
             f"Allocated by category (sums to {format_bytes(self.allocated)} = {self.allocated:,} bytes):",
         ]
@@ -109,6 +128,16 @@ class OOMReport:
             for rank, suggestion in enumerate(advice, 1):
                 lines.append(f"  {rank}. saves about {format_bytes(suggestion.saving)}: {suggestion.advice}")
         return "\n".join(lines)
+
+
+def _segment_rule(size_needed: int, pool: str | None) -> str:
+    from minigrad.memory.allocator.sizes import MIN_LARGE_ALLOC, SMALL
+
+    if pool == SMALL:
+        return "a request of up to 1 MiB gets a 2 MiB segment of the small pool"
+    if size_needed < MIN_LARGE_ALLOC:
+        return "a large request below 10 MiB gets a 20 MiB segment, room for the next few such requests"
+    return "a request of 10 MiB or more gets its own segment, rounded up to a multiple of 2 MiB"
 
 
 class OutOfMemoryError(AllocatorOutOfMemoryError):

@@ -21,8 +21,18 @@ cards may clock differently):
   native arithmetic instructions" table), 2x FP32 on Turing and 1x on Ampere
   GA10x and Ada ("peak FP16 TFLOPS (non-Tensor)" in the "NVIDIA Turing GPU
   architecture", "NVIDIA Ampere GA102 GPU architecture" and "NVIDIA Ada GPU
-  architecture" whitepapers). Tensor cores, where a card has them, multiply
-  FP16 matrices several times faster than that;
+  architecture" whitepapers). It is *non-tensor* throughput, and the table
+  labels it so;
+- FP16 tensor TFLOPS: what the tensor cores reach on FP16 matrix products
+  (dense, FP32 accumulate), shown only where NVIDIA publishes the figure for
+  that very board. The T4: 65 TFLOPS, "Mixed Precision (FP16/FP32)" in the
+  "NVIDIA T4 Tensor Core GPU datasheet". The RTX 3050, 3060 and 4060 have
+  tensor cores, but "—": the whitepapers' tables list only the top boards
+  (the GA102 whitepaper the RTX 3090, 3080 and 3070, the Ada whitepaper the
+  RTX 4090 and 4080), the product pages quote "AI TOPS" (with sparsity, in
+  other formats), and the third-party figures disagree with each other
+  (dense against sparse), so no figure for them could be checked against
+  NVIDIA's own documents. Cards without tensor cores show "none";
 - tensor cores: 4 per multiprocessor from Turing on (same whitepapers; Pascal
   and the TU117 of the GTX 1650 have none), compute capability: NVIDIA's "CUDA GPUs - compute capability"
   table;
@@ -40,7 +50,10 @@ size of the memory chips; ``nvidia-smi`` shows a little less on some boards
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 __all__ = ["GPUProfile", "PROFILES", "get_profile", "profiles_table", "CUDA_CONTEXT_BYTES"]
 
@@ -61,6 +74,20 @@ class GPUProfile:
     tensor_cores: int
     compute_capability: tuple[int, int]
     context_bytes: int = CUDA_CONTEXT_BYTES
+    tensor_fp16_tflops: float | None = None  # FP16 tensor-core TFLOPS (dense, FP32 accumulate), where NVIDIA publishes it
+
+    def __post_init__(self) -> None:
+        for name in ("memory_bytes", "context_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise TypeError(f"GPUProfile {self.short_name!r}: {name} must be a number of bytes, "
+                                f"got {type(value).__name__} {value!r}")
+            if isinstance(value, (float, np.floating)) and not (math.isfinite(value) and float(value).is_integer()):
+                raise ValueError(f"GPUProfile {self.short_name!r}: {name} must be a whole number of bytes, got {value!r}"
+                                 f" (e.g. int(2.5 * 2**30))")
+            if value < 0:
+                raise ValueError(f"GPUProfile {self.short_name!r}: {name} must be >= 0, got {value!r}")
+            object.__setattr__(self, name, int(value))  # 2e9 or np.int64(2**31): an exact Python int
 
     @property
     def usable_bytes(self) -> int:
@@ -73,9 +100,10 @@ class GPUProfile:
                 f"{self.tensor_cores} tensor cores, compute capability {major}.{minor}")
 
 
-def _profile(name, short, gib, bandwidth, cores, boost_mhz, fp16_ratio, tensor_cores, cc):
+def _profile(name, short, gib, bandwidth, cores, boost_mhz, fp16_ratio, tensor_cores, cc, tensor_fp16=None):
     fp32 = cores * 2 * boost_mhz * 1e6 / 1e12  # one fused multiply-add per core per clock
-    return GPUProfile(name, short, gib * GiB, bandwidth, round(fp32, 3), round(fp32 * fp16_ratio, 4), tensor_cores, cc)
+    return GPUProfile(name, short, gib * GiB, bandwidth, round(fp32, 3), round(fp32 * fp16_ratio, 4), tensor_cores, cc,
+                      tensor_fp16_tflops=tensor_fp16)
 
 
 PROFILES: dict[str, GPUProfile] = {p.short_name: p for p in [
@@ -87,8 +115,14 @@ PROFILES: dict[str, GPUProfile] = {p.short_name: p for p in [
     _profile("NVIDIA GeForce RTX 3050", "rtx3050", 8, 224.0, 2560, 1777, 1, 80, (8, 6)),    # 128-bit GDDR6, 14 Gbps
     _profile("NVIDIA GeForce RTX 3060", "rtx3060", 12, 360.0, 3584, 1777, 1, 112, (8, 6)),  # 192-bit GDDR6, 15 Gbps
     _profile("NVIDIA GeForce RTX 4060", "rtx4060", 8, 272.0, 3072, 2460, 1, 96, (8, 9)),    # 128-bit GDDR6, 17 Gbps
-    _profile("NVIDIA T4", "t4", 16, 320.0, 2560, 1590, 2, 320, (7, 5)),                    # 256-bit GDDR6
+    _profile("NVIDIA T4", "t4", 16, 320.0, 2560, 1590, 2, 320, (7, 5), 65.0),  # 256-bit GDDR6; T4 datasheet
 ]}
+
+
+def _tensor_cell(profile: GPUProfile) -> str:
+    if profile.tensor_cores == 0:
+        return "none"
+    return "—" if profile.tensor_fp16_tflops is None else f"{profile.tensor_fp16_tflops:g}"
 
 
 def _normalise(name: str) -> str:
@@ -115,13 +149,18 @@ def get_profile(name) -> GPUProfile:
 def profiles_table(profiles=None) -> str:
     """The profiles as a text table, one card per row (``minigrad memory devices`` prints it)."""
     profiles = list(PROFILES.values()) if profiles is None else [get_profile(p) for p in profiles]
-    header = ("name", "GPU", "memory", "usable", "GB/s", "FP32 TFLOPS", "FP16 TFLOPS", "tensor cores", "CC")
+    header = ("name", "GPU", "memory", "usable", "GB/s", "FP32 TFLOPS", "FP16 non-tensor", "FP16 tensor",
+              "tensor cores", "CC")
     rows = [(p.short_name, p.name.replace("NVIDIA ", ""), f"{p.memory_bytes / GiB:g} GiB",
              f"{p.usable_bytes / GiB:.2f} GiB", f"{p.bandwidth_gb_s:g}", f"{p.fp32_tflops:.2f}",
-             f"{p.fp16_tflops:.2f}" if p.fp16_tflops >= 1 else f"{p.fp16_tflops:.4f}", str(p.tensor_cores), "%d.%d" % p.compute_capability) for p in profiles]
+             f"{p.fp16_tflops:.2f}" if p.fp16_tflops >= 1 else f"{p.fp16_tflops:.4f}", _tensor_cell(p),
+             str(p.tensor_cores), "%d.%d" % p.compute_capability) for p in profiles]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) if i < 2 else cell.rjust(width) for i, (cell, width) in
                        enumerate(zip(row, widths))).rstrip() for row in [header, *rows]]
     lines.insert(1, "-" * len(lines[0]))
     lines.append(f"usable = memory - the CUDA context ({CUDA_CONTEXT_BYTES / 2**20:.0f} MiB, see minigrad.memory.profiles)")
+    lines.append("FP16 in TFLOPS: non-tensor = on the CUDA cores; tensor = FP16 matrix products on the tensor cores "
+                 "(dense, FP32 accumulate) as NVIDIA publishes them (T4 datasheet); '—': the card has tensor cores "
+                 "but NVIDIA publishes no such figure for it; 'none': no tensor cores")
     return "\n".join(lines)

@@ -45,7 +45,7 @@ import gc
 import traceback
 
 from minigrad.memory import buffers, listeners
-from minigrad.memory.allocator import AllocatorOutOfMemoryError, CachingAllocator
+from minigrad.memory.allocator import AllocatorOutOfMemoryError, CachingAllocator, sizes
 from minigrad.memory.categories import CATEGORIES, category_of
 from minigrad.memory.oom_report import OOMReport, OutOfMemoryError
 from minigrad.memory.owned import module_tensors, optimizer_tensors
@@ -63,9 +63,26 @@ def simulated_gpu(profile="gtx1050", *, model=None, optimizer=None, policy: str 
     ``profile``: a short name (see ``minigrad.memory.profiles_table()``) or a
     :class:`~minigrad.memory.profiles.GPUProfile` (e.g. a scaled-down card).
     ``policy``: the allocator's fit policy (``"best_fit"`` or ``"first_fit"``).
-    ``devices``: the device types whose allocations the card serves.
+    ``devices``: the device types whose allocations the card serves (a name
+    such as ``"cpu"`` or a tuple of names). A card is single use: a second
+    ``with`` on a finished one raises (make a new card with ``simulated_gpu()``).
     """
     return SimulatedGPU(profile, model=model, optimizer=optimizer, policy=policy, devices=devices)
+
+
+def _device_types(devices) -> tuple[str, ...]:
+    """``devices`` as a tuple of device-type names: one name (``"cpu"``) is one device, not its letters."""
+    if isinstance(devices, str):
+        devices = (devices,)
+    try:
+        names = tuple(devices)
+    except TypeError:
+        raise TypeError(f"simulated_gpu: devices must be a device name such as 'cpu' or a tuple of names, "
+                        f"got {type(devices).__name__} {devices!r}") from None
+    bad = [d for d in names if not isinstance(d, str) or not d]
+    if bad or not names:
+        raise TypeError(f"simulated_gpu: devices must be device names such as 'cpu' or 'strict', got {devices!r}")
+    return names
 
 
 class SimulatedGPU:
@@ -85,7 +102,7 @@ class SimulatedGPU:
             raise ValueError(f"simulated_gpu: {self.profile.short_name} has no memory left for tensors "
                              f"({self.profile.memory_bytes} bytes, CUDA context {self.profile.context_bytes} bytes)")
         self.allocator = CachingAllocator(capacity=self.profile.usable_bytes, policy=policy)
-        self.devices = tuple(str(d) for d in devices)
+        self.devices = _device_types(devices)
         self.model, self.optimizer = model, optimizer
         self.live: dict[int, list] = {}
         self._by_category = dict.fromkeys(CATEGORIES, 0)
@@ -94,12 +111,18 @@ class SimulatedGPU:
         self._handles: list = []
         self.num_ooms = 0
         self.active = False
+        self.finished = False
 
     # ------------------------------------------------------------------ context
 
     def __enter__(self) -> "SimulatedGPU":
         if self.active:
             raise RuntimeError("simulated_gpu: this card is already active; make a new one with simulated_gpu()")
+        if self.finished:
+            raise RuntimeError(
+                f"simulated_gpu: this {self.profile.short_name} has finished (its allocator still holds the blocks of "
+                "the last block's buffers, so a second with-block would count them again); make a new card with "
+                "simulated_gpu(...)")
         for buffer, (nbytes, tag, device) in buffers.live_buffers().items():
             if self._simulates(device):
                 self._admit(buffer, nbytes, tag, None)  # an OOM here leaves nothing registered: see _admit
@@ -125,6 +148,7 @@ class SimulatedGPU:
         self._handles, self._seen, self._phases = [], set(), []
         self.model = self.optimizer = None
         self.active = False
+        self.finished = True
 
     # ------------------------------------------------------------------ the core's guard and observers
 
@@ -211,7 +235,9 @@ class SimulatedGPU:
 
     def _report(self, nbytes: int, category: str, op: str | None) -> OOMReport:
         largest = sorted(((r[1], r[2], r[3]) for r in self.live.values()), key=lambda row: -row[0])[:3]
+        size = sizes.round_size(nbytes)  # no cached block fitted (else no new segment was asked for): this one was
         return OOMReport(
+            segment=sizes.segment_size(size), pool=sizes.pool_for(size),
             card=self.profile.name, requested=nbytes, request_category=category, request_op=op,
             capacity=self.profile.memory_bytes, context=self.profile.context_bytes, usable=self.profile.usable_bytes,
             reserved=self.allocator.reserved_bytes, allocated=self.current,

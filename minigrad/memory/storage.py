@@ -6,8 +6,13 @@ buffer alive, not just the elements it shows. So the memory a set of tensors
 holds is the sum of their distinct buffers, each counted whole and once -
 the rule the tracker follows when it says "a view is never counted twice".
 
-On the CPU a tensor's buffer is a NumPy array (``tensor.numpy()``); a NumPy
-view's ``.base`` is the array that owns the memory it looks at.
+On the CPU a tensor's buffer is a NumPy array (``tensor.numpy()``). A NumPy
+view's ``.base`` is the object it borrows its memory from: usually another
+array, but not always. ``as_strided`` and ``sliding_window_view`` views hang
+off a small helper object (not an ndarray) whose own ``.base`` is the array
+they read, so the chain must be followed through any object that has a
+``.base``; the owner is the last *array* on it. The buffer registry follows
+the chain the same way (:func:`minigrad.tensor.backend.root_array`).
 """
 
 from __future__ import annotations
@@ -25,15 +30,19 @@ def _array_of(tensor) -> np.ndarray:
 def storage_bytes(tensors) -> int:
     """Bytes of the distinct buffers behind ``tensors``: each owning buffer counted whole and once.
 
-    Invariant: adding a view of a tensor already in the list adds 0 bytes;
-    a view of part of a buffer still counts the whole buffer.
+    Invariant: adding a view of a tensor already in the list adds 0 bytes
+    (``as_strided`` and sliding-window views too); a view of part of a
+    buffer still counts the whole buffer; two buffers of equal size are two.
     """
-    ### BEGIN SOLUTION 8.1 | follow each array back to the array that owns its memory, and count each owner once, whole
+    ### BEGIN SOLUTION 8.1 | follow each array's chain of .base to the last array on it (the chain may pass through objects that are not arrays), and count each such owner once, whole
     owners: dict[int, int] = {}
     for tensor in tensors:
-        array = _array_of(tensor)
-        while isinstance(array.base, np.ndarray):
-            array = array.base
-        owners[id(array)] = array.nbytes
+        array = owner = _array_of(tensor)
+        base = array.base
+        while base is not None:
+            if isinstance(base, np.ndarray):
+                owner = base
+            base = getattr(base, "base", None)
+        owners[id(owner)] = owner.nbytes
     return sum(owners.values())
     ### END SOLUTION

@@ -11,7 +11,12 @@
 The tracker is an allocation observer of the buffer registry
 (:mod:`minigrad.memory.buffers`) and a phase observer (:mod:`.phases`): it counts *buffers*, the memory behind
 tensors, so a view is never counted twice, and a buffer is counted as freed
-when its last user (tensor, view, array saved for backward) goes.
+when its last user (tensor, view, array saved for backward) goes. The
+counting itself (bytes by category, the peak and its split) is
+:func:`minigrad.memory.counting.count_events`, called through its module, so
+``use_exercise("8.5")`` makes the tracker count with a learner's version;
+what is here is the bookkeeping around it: phases, modules, the timeline,
+the tensors that existed before the block.
 
 Invariants
 - ``current`` is the sum of the live buffers it knows, exactly (bytes), and
@@ -40,8 +45,8 @@ from __future__ import annotations
 
 from itertools import repeat
 
-from minigrad.memory import buffers, listeners
-from minigrad.memory.categories import ACTIVATION, CATEGORIES, CATEGORY_OF_TAG, OTHER, category_of
+from minigrad.memory import buffers, counting, listeners
+from minigrad.memory.categories import ACTIVATION, CATEGORIES, category_of
 from minigrad.memory.ground_truth import CupyPoolProbe, TracemallocProbe
 from minigrad.memory.owned import module_tensors, optimizer_tensors
 from minigrad.memory.timeline import TimelineEvent, format_timeline, timeline_rows
@@ -49,26 +54,28 @@ from minigrad.memory.timeline import TimelineEvent, format_timeline, timeline_ro
 __all__ = ["Tracker", "track"]
 
 
-class _CategoryOfTag(dict):
-    """``CATEGORY_OF_TAG`` read with ``[tag]``: ``"other"`` for a tag it does not know (no call on the hot path)."""
-
-    def __missing__(self, tag: str) -> str:
-        return OTHER
+_CATEGORY_OF_TAG = counting._CATEGORY_OF_TAG
 
 
-_CATEGORY_OF_TAG = _CategoryOfTag(CATEGORY_OF_TAG)
-
-
-def track(model=None, optimizer=None, *, tracemalloc: bool = True, timeline: bool = True) -> "Tracker":
-    """A :class:`Tracker` to use as ``with track() as mem:``.
+def track(model=None, optimizer=None, *, ground_truth: bool = False, timeline: bool = True,
+          tracemalloc: bool | None = None) -> "Tracker":
+    """A :class:`Tracker` to use as ``with track() as mem:``; single use (a finished one refuses a second ``with``).
 
     ``model`` / ``optimizer`` (optional) have their existing parameters,
     gradients and state counted from the start and name the modules in the
-    timeline. ``tracemalloc=True`` measures tracemalloc's peak beside the
-    tracker's (CPU ground truth; it slows NumPy-heavy code a little);
-    ``timeline=False`` keeps only the counters (the cheapest tracking).
+    timeline. ``ground_truth=True`` also runs tracemalloc, the CPU allocators'
+    own count, beside the tracker's (``tracemalloc_peak``, a line of
+    ``report()``; on a GPU CuPy's pool is sampled either way). It is off by
+    default because tracemalloc is expensive: it hooks
+    every allocation Python and NumPy make, which costs about +45 % per step
+    of the chapter-05 MLP, against about +8 % for the tracker alone
+    (``benchmarks/memory_tracker_overhead.py``). ``tracemalloc=`` is the
+    older name of ``ground_truth=``. ``timeline=False`` keeps only the
+    counters (the cheapest tracking).
     """
-    return Tracker(model, optimizer, tracemalloc=tracemalloc, timeline=timeline)
+    if tracemalloc is not None:
+        ground_truth = tracemalloc
+    return Tracker(model, optimizer, tracemalloc=ground_truth, timeline=timeline)
 
 
 _RELABEL = ("relabel", None, None, ())  # what _update_phase gives _on_phase: no phase starts or ends
@@ -90,13 +97,16 @@ class _Mark:
 class Tracker:
     """Counts the bytes of every tensor buffer while active; see the module docstring. Made by :func:`track`."""
 
-    def __init__(self, model=None, optimizer=None, *, tracemalloc: bool = True, timeline: bool = True) -> None:
+    def __init__(self, model=None, optimizer=None, *, tracemalloc: bool = False, timeline: bool = True) -> None:
         self.model, self.optimizer = model, optimizer
-        self.use_tracemalloc, self.record_timeline = tracemalloc, timeline
-        self._current = self._peak = self.baseline = self._preexisting = 0
-        self._by_category = dict.fromkeys(CATEGORIES, 0)
-        self._peak_by_category = dict(self._by_category)
-        self.baseline_by_category = dict(self._by_category)
+        self.use_tracemalloc, self.record_timeline = bool(tracemalloc), timeline
+        self.baseline = self._preexisting = 0
+        self._counts = counting.Counts()  # the live bytes, the peak and its split: counted by counting.count_events
+        self.baseline_by_category = dict(self._counts.by_category)
+        self._old: dict[int, int] = {}  # buffer_id -> bytes, for the buffers alive before the block, while alive
+        self._old_live = self._old_at_peak = 0  # their bytes alive now, and at the peak
+        self._registering = False  # True while a tensor that existed before the block is reported
+        self.finished = False
         self.step = 0
         # The timeline, kept raw: the core appends its events to _raw (a C call, the cheapest observer there is) and
         # they are counted in order at the next phase event or read (_drain); _contexts marks where each
@@ -104,10 +114,6 @@ class Tracker:
         self._raw: list[tuple] = []
         self._counted = 0  # how many events of _raw are counted
         self._contexts: list[tuple[int, tuple]] = []
-        self._uncounted: set[int] = set()  # indices in _raw of events about buffers this tracker never counted
-        self._previous: dict[int, str] = {}  # index in _raw of a relabelling -> the category it moved bytes from
-        self._peak_at: int | None = None  # index in _raw of the event that reached the peak
-        self._category_of: dict[int, str] = {}  # buffer_id -> category, for every buffer counted and alive
         self._module_of: dict[int, str] = {}  # buffer_id -> the module whose forward saved it, for activations
         self._called: dict[str, None] = {}  # the modules of the model whose forward runs, and any other called
         self._module_names: dict[int, list[str]] = {}  # id(model) -> the names of its modules, in order
@@ -132,6 +138,9 @@ class Tracker:
     def __enter__(self) -> "Tracker":
         if self.active:
             raise RuntimeError("memory.track: this tracker is already active; make a new one with track()")
+        if self.finished:
+            raise RuntimeError("memory.track: this tracker has finished (a tracker counts one with-block: entering it "
+                               "again would count its buffers twice); make a new one with track()")
         self.active = True
         known = buffers.live_buffers()
         self._pool = CupyPoolProbe()
@@ -142,29 +151,38 @@ class Tracker:
         deferred = self.record_timeline and not self._sample_pool
         observer = self._raw.append if deferred else self._count_now
         self._handles = [listeners.add_allocation_observer(observer), listeners.add_phase_observer(self._on_phase)]
-        for buffer, (nbytes, tag, _device) in known.items():
-            category = category_of(tag)
-            self._category_of[buffer] = category
-            self._by_category[category] += nbytes
-            self._current += nbytes
-        self.baseline = self._peak = self._current
-        self.baseline_by_category = dict(self._by_category)
-        self._peak_by_category = dict(self._by_category)
+        self._counts = counting.Counts({buffer: (nbytes, category_of(tag)) for buffer, (nbytes, tag, _) in known.items()})
+        self._old = {buffer: nbytes for buffer, (nbytes, _tag, _device) in known.items()}
+        self.baseline = self._old_live = self._old_at_peak = self._counts.current
+        self.baseline_by_category = dict(self._counts.by_category)
         self._update_phase()
-        if self.model is not None:
-            self._seen.add(id(self.model))
-            self._name_modules(self.model)
-            self._register_module(self.model)
-        if self.optimizer is not None:
-            self._seen.add(id(self.optimizer))
-            self._register_optimizer(self.optimizer)
+        try:
+            if self.model is not None:
+                self._seen.add(id(self.model))
+                self._name_modules(self.model)
+                self._register_module(self.model)
+            if self.optimizer is not None:
+                self._seen.add(id(self.optimizer))
+                self._register_optimizer(self.optimizer)
+        except BaseException:  # the with-block never starts, so __exit__ never runs: stop observing here
+            self._stop()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        self._drain()
+        try:
+            self._drain()  # may raise: a learner's count_events plugged in with use_exercise("8.5")
+        finally:
+            self._stop()
+
+    def _stop(self) -> None:
+        """Stop observing and let the model go (also when counting raised); the tracker is finished."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
         if self._tracemalloc is not None:
             self._tracemalloc.stop()
             self.tracemalloc_peak = self._tracemalloc.peak
@@ -174,29 +192,37 @@ class Tracker:
         self._module_names, self._called = {}, {}
         self._update_phase()
         self.active = False
+        self.finished = True
 
     # ------------------------------------------------------------------ counting (the hot path while tracking)
 
     def _drain(self) -> None:
         """Count the events the core appended to ``_raw`` since the last call, in order (the hot path).
 
-        An event names the module running when it happened (its ``scope``);
-        with the timeline on, that name replaces the module in the kept event.
-        Where the timeline is off the events are dropped once counted;
-        otherwise an event the tracker cannot count (the free of a buffer it
-        never saw, a relabelling within one category) is noted in
-        ``_uncounted``, and a relabelling's former category in ``_previous``.
+        :func:`minigrad.memory.counting.count_events` counts the bytes (by
+        category, the peak and its split, the events it could not count);
+        then one pass here names the module of each event (its ``scope``;
+        with the timeline on, that name replaces the module in the kept
+        event), keeps the bytes each module's forward saved, and follows the
+        buffers that existed before the block. Where the timeline is off the
+        events are dropped once counted.
         """
         raw = self._raw
-        index, end = self._counted, len(raw)
-        if index == end:
+        start, end = self._counted, len(raw)
+        if start == end:
             return
-        category_of_tag, category_of, module_of = _CATEGORY_OF_TAG, self._category_of, self._module_of
-        by_category, by_module, names, seen = self._by_category, self._activation_by_module, self._names, self._called
+        counts = self._counts
+        peak_before = counts.peak
+        counting.count_events(counts, raw, start)  # looked up at call time: use_exercise("8.5") swaps it
+        peak_moved = counts.peak > peak_before
+        peak_at = counts.peak_at if peak_moved else -1
+        category_of_tag, module_of = _CATEGORY_OF_TAG, self._module_of
+        by_module, names, seen = self._activation_by_module, self._names, self._called
+        uncounted, old, registering = counts.uncounted, self._old, self._registering
         keep = self.record_timeline
-        current, peak = self._current, self._peak
+        old_live = self._old_live
         last_scope = last_module = None  # events come in runs from one module: its name is looked up once a run
-        for index in range(index, end):
+        for index in range(start, end):
             kind, nbytes, buffer, tag, device, op, scope = raw[index]
             module = None
             if scope is not None:  # the module running: its name
@@ -208,46 +234,33 @@ class Tracker:
                 if keep:
                     raw[index] = (kind, nbytes, buffer, tag, device, op, module)
             if kind == "alloc":
-                category = category_of[buffer] = category_of_tag[tag]
-                if category == ACTIVATION and module is not None:
+                if registering:  # a tensor made before the block, reported late
+                    old[buffer] = nbytes
+                    old_live += nbytes
+                if module is not None and category_of_tag[tag] == ACTIVATION:
                     module_of[buffer] = module
                     by_module[module] = by_module.get(module, 0) + nbytes
-                by_category[category] += nbytes
-                current += nbytes
-                if current > peak:
-                    peak = current
-                    self._peak_by_category = by_category.copy()
-                    self._peak_at = index
             elif kind == "free":
-                category = category_of.pop(buffer, None)
-                if category is None:
-                    self._uncounted.add(index)
-                else:
-                    if category == ACTIVATION and buffer in module_of:
-                        by_module[module_of.pop(buffer)] -= nbytes
-                    by_category[category] -= nbytes
-                    current -= nbytes
-            else:  # "retag": the bytes move to another category
-                previous = category_of.get(buffer)
-                category = category_of_tag[tag]
-                if previous is None or previous == category:
-                    self._uncounted.add(index)
-                else:
-                    category_of[buffer] = category
-                    if previous == ACTIVATION and buffer in module_of:
-                        by_module[module_of.pop(buffer)] -= nbytes
-                    if category == ACTIVATION and module is not None:  # the module whose forward saved it owns it now
-                        module_of[buffer] = module
-                        by_module[module] = by_module.get(module, 0) + nbytes
-                    by_category[previous] -= nbytes
-                    by_category[category] += nbytes
-                    self._previous[index] = previous
-        self._current, self._peak = current, peak
+                if buffer in module_of:
+                    by_module[module_of.pop(buffer)] -= nbytes
+                if buffer in old:
+                    old_live -= old.pop(buffer)
+            elif index not in uncounted:  # a relabelling that moved the bytes
+                if buffer in module_of:
+                    by_module[module_of.pop(buffer)] -= nbytes
+                if module is not None and category_of_tag[tag] == ACTIVATION:  # the module whose forward saved it
+                    module_of[buffer] = module
+                    by_module[module] = by_module.get(module, 0) + nbytes
+            if index == peak_at:
+                self._old_at_peak = old_live
+        self._old_live = old_live
         if keep:
             self._counted = end
         else:
             del raw[:end]
             self._counted = 0
+            counts.uncounted.clear()
+            counts.previous.clear()
 
     def _count_now(self, event) -> None:
         """The observer where events are counted as they come (timeline off, or the CuPy pool sampled)."""
@@ -342,12 +355,14 @@ class Tracker:
     def _register(self, tensor, tag: str) -> None:
         if tensor is not None and buffers.buffer_id(tensor) is None:
             self._drain()
-            before = self._current
+            before = self._counts.current
+            self._registering = True
             try:
                 buffers.set_buffer_tag(tensor, tag)
             finally:  # what it reported (its buffer, the one new one) is what the tracker found there
                 self._drain()
-                self._preexisting += self._current - before
+                self._registering = False
+                self._preexisting += self._counts.current - before
 
     def _register_module(self, module) -> None:
         for tensor, tag in module_tensors(module):
@@ -363,19 +378,30 @@ class Tracker:
     def current(self) -> int:
         """Bytes alive now (the sum of the buffers counted and not freed)."""
         self._drain()
-        return self._current
+        return self._counts.current
 
     @property
     def peak(self) -> int:
         """The largest ``current`` seen."""
         self._drain()
-        return self._peak
+        return self._counts.peak
 
     @property
     def peak_by_category(self) -> dict[str, int]:
         """``by_category()`` at the moment of the peak."""
         self._drain()
-        return self._peak_by_category
+        return self._counts.peak_by_category
+
+    @property
+    def peak_in_block(self) -> int:
+        """Bytes at the peak that the block itself allocated: ``peak`` less the buffers from before it still alive then.
+
+        A gradient from an earlier step that ``zero_grad()`` freed before the
+        peak is not part of the peak, so it is not subtracted; a tensor from
+        before the block that was reported only after the peak is not either.
+        """
+        self._drain()
+        return self._counts.peak - self._old_at_peak
 
     @property
     def preexisting(self) -> int:
@@ -387,21 +413,22 @@ class Tracker:
     def peak_index(self) -> int | None:
         """The index in :attr:`timeline` of the event that reached the peak (None if nothing was allocated)."""
         self._drain()
-        if self._peak_at is None or not self.record_timeline:
+        peak_at = self._counts.peak_at
+        if peak_at is None or not self.record_timeline:
             return None
-        return self._peak_at - sum(1 for i in self._uncounted if i < self._peak_at)
+        return peak_at - sum(1 for i in self._counts.uncounted if i < peak_at)
 
     @property
     def events(self) -> list:
         """The core's events that the timeline shows (:class:`minigrad.memory.buffers.AllocationEvent`), in order."""
         self._drain()
-        skip = self._uncounted
+        skip = self._counts.uncounted
         return [e for i, e in enumerate(self._raw) if i not in skip]
 
     def by_category(self) -> dict[str, int]:
         """Bytes alive now in each category (all seven, zeros included); they sum to ``current``."""
         self._drain()
-        return dict(self._by_category)
+        return dict(self._counts.by_category)
 
     def by_module(self) -> dict[str, int]:
         """Bytes each module's forward left saved for backward, measured when the model's latest forward returned.
@@ -419,7 +446,7 @@ class Tracker:
     def timeline(self) -> list[TimelineEvent]:
         """Every allocation, free and relabelling while active, in order (see :mod:`minigrad.memory.timeline`)."""
         self._drain()
-        return timeline_rows(self._raw, self._contexts, self._uncounted, self._previous, self.baseline)
+        return timeline_rows(self._raw, self._contexts, self._counts.uncounted, self._counts.previous, self.baseline)
 
     def report(self) -> str:
         """A text table: bytes per category now and at the peak, the totals, and the ground truth beside them."""
@@ -427,10 +454,10 @@ class Tracker:
         self._drain()
         lines = [f"{'category':<16} {'now MiB':>10} {'at peak MiB':>12}"]
         for category in CATEGORIES:
-            lines.append(f"{category:<16} {self._by_category[category] / mib:>10.3f} "
+            lines.append(f"{category:<16} {self._counts.by_category[category] / mib:>10.3f} "
                          f"{self.peak_by_category[category] / mib:>12.3f}")
         lines.append(f"{'total':<16} {self.current / mib:>10.3f} {self.peak / mib:>12.3f}")
-        lines.append(f"tracked peak of what the block allocated: {(self.peak - self.baseline - self.preexisting) / mib:.3f} MiB"
+        lines.append(f"tracked peak of what the block allocated: {self.peak_in_block / mib:.3f} MiB"
                      f" (baseline {self.baseline / mib:.3f} MiB, reported late {self.preexisting / mib:.3f} MiB)")
         if self.tracemalloc_peak is not None:
             lines.append(f"tracemalloc peak (Python + NumPy):        {self.tracemalloc_peak / mib:.3f} MiB")

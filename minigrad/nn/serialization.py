@@ -8,6 +8,13 @@ its raw 16-bit patterns, ``uint16``, with ``"dtype": "bfloat16"`` in the
 structure. Loading uses
 ``allow_pickle=False``, so opening a checkpoint can never run code. A round
 trip is bit-exact.
+
+A zip entry may be compressed, so a small file can claim to hold far more
+than it takes on disk (a 4.5 MB file can expand to 1 GiB). ``load`` adds up
+what the entries would expand to *before* decompressing anything and refuses
+more than ``max_bytes`` (by default the larger of 256 MiB and 8 times the
+file's size: ``save`` stores its entries uncompressed, so its own files are
+never near it); pass ``max_bytes=`` to read a bigger archive you trust.
 """
 
 from __future__ import annotations
@@ -100,8 +107,16 @@ def save(obj, path: str | os.PathLike) -> Path:
     return path
 
 
-def load(path: str | os.PathLike):
+DEFAULT_MIN_CAP = 256 * 2**20  # bytes an archive may always expand to
+EXPANSION_CAP = 8  # ... or this many times its size on disk, whichever is larger
+
+
+def load(path: str | os.PathLike, *, max_bytes: int | None = None):
     """Read a checkpoint written by :func:`save`; tensors come back bit-exact.
+
+    ``max_bytes``: the most its arrays may expand to (default: the larger of
+    256 MiB and 8 times the file's size); checked before anything is
+    decompressed, so a small file that expands to gigabytes is refused.
 
     A file that is not a readable checkpoint (truncated, corrupted, another
     format, or crafted) raises :class:`CheckpointError`, whatever is wrong
@@ -114,9 +129,13 @@ def load(path: str | os.PathLike):
         raise CheckpointError(f"load: {path} is a folder, not a checkpoint file; pass the path of the .npz file")
     if not path.exists():
         raise FileNotFoundError(f"load: no such checkpoint: {path}")
+    if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0):
+        raise ValueError(f"load: max_bytes must be an int number of bytes >= 0 or None, got {max_bytes!r}")
+    cap = max_bytes if max_bytes is not None else max(DEFAULT_MIN_CAP, EXPANSION_CAP * path.stat().st_size)
     with open(path, "rb") as file:  # errors opening it (permissions, ...) are the system's, not the content's
         try:
             with zipfile.ZipFile(file) as archive:
+                _check_expansion(archive, path, cap, max_bytes is None)
                 return _Reader(archive, path).read()
         except CheckpointError:
             raise
@@ -127,6 +146,24 @@ def load(path: str | os.PathLike):
                 f"load: {path} is corrupt or truncated ({_detail(err)}); it cannot be read - "
                 f"save it again, or load an earlier copy"
             ) from err
+
+
+def _check_expansion(archive: zipfile.ZipFile, path: Path, cap: int, default: bool) -> None:
+    """Refuse an archive whose entries would expand past ``cap`` bytes (read from the zip directory only)."""
+    infos = archive.infolist()
+    total = sum(info.file_size for info in infos)
+    if total <= cap:
+        return
+    largest = max(infos, key=lambda info: info.file_size)
+    on_disk = path.stat().st_size
+    limit = (f"the default limit, {cap:,} bytes (the larger of {DEFAULT_MIN_CAP // 2**20} MiB and "
+             f"{EXPANSION_CAP} times the file's size)" if default else f"max_bytes={cap:,}")
+    raise CheckpointError(
+        f"load: {path} ({on_disk:,} bytes on disk) would expand to {total:,} bytes when decompressed "
+        f"(its largest entry, {largest.filename!r}, to {largest.file_size:,} bytes from "
+        f"{largest.compress_size:,} compressed), more than {limit}. Nothing was decompressed. If you trust the "
+        f"file, pass load(path, max_bytes=...) with a limit above {total:,}"
+    )
 
 
 def _detail(err: Exception) -> str:

@@ -66,4 +66,7 @@ def test_the_table_has_a_row_per_card():
     rows = {line.split()[0]: line for line in lines[2:2 + len(PROFILES)]}
     assert set(rows) == set(PROFILES)
     assert "GTX 1050 Ti" in rows["gtx1050ti"] and "4 GiB" in rows["gtx1050ti"] and rows["t4"].endswith("7.5")
-    assert len(profiles_table(["t4", "mx150"]).splitlines()) == 2 + 2 + 1
+    assert len(profiles_table(["t4", "mx150"]).splitlines()) == 2 + 2 + 2  # header, rule, rows, two notes
+    # the FP16 column is the CUDA cores' rate; the tensor cores' rate stands beside it where NVIDIA publishes one
+    assert "FP16 non-tensor" in lines[0] and "FP16 tensor" in lines[0]
+    assert rows["t4"].split()[-3] == "65" and rows["rtx3060"].split()[-3] == "—" and rows["gtx1050"].split()[-3] == "none"

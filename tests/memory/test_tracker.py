@@ -170,17 +170,20 @@ def test_the_tracker_stops_observing_even_after_an_error():
         with memory.track():
             1 / 0
     assert not buffers.observers and not phases.observers
-    with memory.track() as mem:
-        pass
+    mem = memory.track()
     with pytest.raises(RuntimeError, match="already active"):
         with mem:
             with mem:
                 pass
+    with pytest.raises(RuntimeError, match="has finished"):  # single use: a second block would count twice
+        with mem:
+            pass
+    assert not buffers.observers and not phases.observers
 
 
 def test_report_and_timeline_text():
     model = small_model()
-    with memory.track(model) as mem:
+    with memory.track(model, ground_truth=True) as mem:
         model(mt.randn(5, 4)).sum().backward()
     text = mem.report()
     for category in memory.tracker.CATEGORIES:

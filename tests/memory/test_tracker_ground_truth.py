@@ -29,7 +29,7 @@ def test_tracemalloc_peak_is_the_trackers_within_the_stated_tolerance(recipe):
     images = rng.standard_normal((batch, 1, 28, 28), dtype=np.float32)
     labels = rng.integers(0, 10, batch)
     gc.collect()
-    with memory.track() as mem:
+    with memory.track(ground_truth=True) as mem:
         mt.manual_seed(0)
         model = spec.build()
         optimizer = optim.Adam(model.parameters(), lr=spec.lr)
@@ -46,7 +46,7 @@ def test_tracemalloc_peak_is_the_trackers_within_the_stated_tolerance(recipe):
 
 @pytest.mark.gpu
 def test_cupy_pool_used_bytes_beside_the_tracker(cupy):
-    with memory.track(tracemalloc=False) as mem:
+    with memory.track() as mem:
         arrays = [mm.report_temporary(cupy.zeros(n, dtype=cupy.float32), "cuda") for n in (1000, 250_000, 3)]
         peak_here = mem.peak
         del arrays

@@ -31,7 +31,7 @@ def test_tracked_peak_is_within_five_percent_of_the_estimate(case):
     optimizer = optim.Adam(model.parameters())
     loss_fn = nn.CrossEntropyLoss()
     step(model, optimizer, loss_fn, batch)  # the first step makes Adam's state
-    with track(model, optimizer) as mem:
+    with track(model, optimizer, ground_truth=True) as mem:
         step(model, optimizer, loss_fn, batch)
     predicted = estimate(build(), (1, 28, 28), batch, optimizer="adam").peak
     assert abs(mem.peak - predicted) <= 0.05 * predicted, (case, mem.peak, predicted, mem.tracemalloc_peak)

@@ -17,10 +17,49 @@ from minigrad.grading.probing import exercise, probe
 KiB, MiB = 1024, 1024 * 1024
 
 
+def _blocks(segment) -> tuple[list, str | None]:
+    """The segment's blocks in address order, and what is wrong with its links (None if nothing).
+
+    Walks ``first`` and ``next`` as ``Segment.blocks()`` does, but stops at a
+    cycle (a block met twice) and checks every back-link (``b.next.prev is b``)
+    and that the blocks tile the segment, so a broken pointer is named instead
+    of looping forever or failing later with a bare KeyError.
+    """
+    rows, seen, block, before, problem = [], set(), segment.first, None, None
+    if block is None:
+        return rows, f"segment {segment.address:#x}: its first block is None"
+    if block.prev is not None:
+        problem = f"segment {segment.address:#x}: its first block {block.address:#x} has a prev, {block.prev!r}"
+    while block is not None:
+        if id(block) in seen:
+            return rows, (f"segment {segment.address:#x}: a cycle: the next of block {before.address:#x} is block "
+                          f"{block.address:#x}, which comes earlier in the list")
+        seen.add(id(block))
+        rows.append((block.address, block.size, block.allocated, None if block.prev is None else block.prev.address))
+        if problem is None and before is not None and block.prev is not before:
+            back = "None" if block.prev is None else f"block {block.prev.address:#x}"
+            problem = (f"segment {segment.address:#x}: a broken back-link: the next of block {before.address:#x} is "
+                       f"block {block.address:#x}, but that block's prev is {back}")
+        if problem is None and before is not None and before.address + before.size != block.address:
+            problem = (f"segment {segment.address:#x}: block {before.address:#x} of {before.size} B ends at "
+                       f"{before.address + before.size:#x}, but the next block starts at {block.address:#x}")
+        before, block = block, block.next
+    if problem is None and before.address + before.size != segment.address + segment.size:
+        problem = (f"segment {segment.address:#x} of {segment.size} B: its last block ends at "
+                   f"{before.address + before.size:#x}, not at the segment's end")
+    return rows, problem
+
+
 def _state(allocator) -> dict:
+    segments, problems = [], []
+    for _, segment in sorted(allocator.segments.items()):
+        rows, problem = _blocks(segment)
+        segments.append(rows)
+        if problem:
+            problems.append(problem)
     return {
-        "segments": [[(b.address, b.size, b.allocated, None if b.prev is None else b.prev.address)
-                      for b in segment.blocks()] for _, segment in sorted(allocator.segments.items())],
+        "segments": segments,
+        "links": problems,
         "pools": {name: list(pool.by_size) for name, pool in allocator.pools.items()},
         "allocated": allocator.allocated_bytes,
         "reserved": allocator.reserved_bytes,
@@ -31,12 +70,20 @@ def _run(module, policy: str, ops) -> list[dict]:
     allocator = module.CachingAllocator(policy=policy)
     handles, states = [], []
     for op, value in ops:
-        if op == "malloc":
-            handles.append(allocator.malloc(value))
-        elif op == "free":
-            allocator.free(handles[value])
-        else:
-            allocator.empty_cache()
+        try:
+            if op == "malloc":
+                handles.append(allocator.malloc(value))
+            elif op == "free":
+                allocator.free(handles[value])
+            else:
+                allocator.empty_cache()
+        except Exception as exc:  # what the links look like when it failed says which pointer broke
+            try:
+                links = _state(allocator)["links"]
+            except Exception as inner:
+                links = [f"(the allocator's state could not be read: {type(inner).__name__}: {inner})"]
+            states.append({"error": f"{type(exc).__name__}: {exc}", "links": links})
+            return states
         states.append(_state(allocator))
     return states
 
@@ -62,6 +109,10 @@ def _compare(learner, policy: str, ops, what: str) -> None:
     for k, (mine, theirs) in enumerate(zip(got, expected)):
         where = (f"{what} ({policy}), after call {k + 1} of {len(ops)}: {_describe(ops[k])} "
                  f"(calls so far: {', '.join(_describe(op) for op in ops[:k + 1])})")
+        if "error" in mine:
+            links = "; ".join(mine["links"]) or "the links look intact"
+            raise AssertionError(f"{where}: your allocator raised {mine['error']}. The block list then: {links}")
+        assert not mine["links"], f"{where}: the block list is broken: {'; '.join(mine['links'])}"
         for key, name in (("segments", "the segments' blocks (address, size, allocated, address of the block before)"),
                           ("pools", "the pools' free blocks (size, address)"),
                           ("allocated", "allocated bytes"), ("reserved", "reserved bytes")):

@@ -20,11 +20,26 @@ DTYPES = {"float32": 4, "float64": 8, "float16": 2, "int64": 8}
 def storage_of(submission, state, case, shape_a, shape_b, dtype, as_tensors):
     """``storage_bytes`` of the tensors of ``case``, made here from two fresh buffers ``a`` and ``b``."""
     import minigrad.tensor as mt
+    from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
     a, b = np.zeros(shape_a, dtype=dtype), np.ones(shape_b, dtype=dtype)
     if as_tensors:
         a, b = mt.tensor(a), mt.tensor(b)
+
+    def wrap(array):  # a strided view of a (or of the tensor a's array), as the caller holds it
+        return mt.from_numpy(array) if as_tensors else array
+
+    def arr(x):
+        return x.numpy() if as_tensors else x
+
+    rows = arr(a).shape[0]
     cases = {
+        "as_strided views": lambda: [wrap(as_strided(arr(a), (rows - 1, 2), arr(a).strides)),
+                                     wrap(as_strided(arr(a), (2,), (arr(a).strides[0],))),
+                                     wrap(as_strided(arr(a), arr(a).shape, arr(a).strides))],
+        "sliding windows and a slice": lambda: [wrap(sliding_window_view(arr(a), (2, 2))), a[1:],
+                                                wrap(sliding_window_view(arr(a)[1:], 2, axis=0))],
+        "two buffers of the same size": lambda: [a, wrap(arr(a).copy()), a.T],
         "two buffers": lambda: [a, b],
         "the same tensor twice": lambda: [a, a, b],
         "a tensor and its views": lambda: [a, a[1:], a.T, a.reshape(-1)],
@@ -39,6 +54,7 @@ def storage_of(submission, state, case, shape_a, shape_b, dtype, as_tensors):
 EXPECTED_BUFFERS = {  # which of the two buffers each case holds
     "two buffers": "ab", "the same tensor twice": "ab", "a tensor and its views": "a", "a slice alone": "a",
     "a view of a view": "a", "views of two buffers": "ab", "nothing": "",
+    "as_strided views": "a", "sliding windows and a slice": "a", "two buffers of the same size": "aa",
 }
 
 
@@ -80,6 +96,21 @@ def test_a_view_holds_its_whole_buffer(learner, rng):
     for as_tensors in (False, True):
         _check(learner, gen, "a slice alone", as_tensors)
         _check(learner, gen, "a view of a view", as_tensors)
+
+
+@exercise("8.1")
+def test_strided_views_count_their_buffer_once(learner, rng):
+    gen = np_generator(rng)
+    for as_tensors in (False, True):
+        _check(learner, gen, "as_strided views", as_tensors)
+        _check(learner, gen, "sliding windows and a slice", as_tensors)
+
+
+@exercise("8.1")
+def test_two_buffers_of_the_same_size_are_two(learner, rng):
+    gen = np_generator(rng)
+    for as_tensors in (False, True):
+        _check(learner, gen, "two buffers of the same size", as_tensors)
 
 
 @exercise("8.1")

@@ -20,9 +20,9 @@ from minigrad.memory.allocator.cupy_allocator import CupyCachingAllocator
 from minigrad.memory.allocator.trace_recording import (
     compare_policies_on_training_step, record_trace, record_training_step,
 )
-from minigrad.memory.allocator.trace_replay import ReplayResult, compare_policies, replay, replay_states
+from minigrad.memory.allocator.trace_replay import ReplayResult, TraceError, compare_policies, replay, replay_states
 
 __all__ = [
     "AllocatorOutOfMemoryError", "CachingAllocator", "CupyCachingAllocator", "ReplayResult", "compare_policies",
-    "compare_policies_on_training_step", "record_trace", "record_training_step", "replay", "replay_states",
+    "compare_policies_on_training_step", "record_trace", "record_training_step", "replay", "replay_states", "TraceError",
 ]

@@ -16,7 +16,7 @@ class DeviceMemory:
     """An address space of ``capacity`` bytes (``None``: unbounded) starting at ``base``."""
 
     def __init__(self, capacity: int | None = None, base: int = 0):
-        if capacity is not None and (not isinstance(capacity, int) or capacity < 0):
+        if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0):
             raise ValueError(f"DeviceMemory: capacity must be a number of bytes >= 0 or None, got {capacity!r}")
         self.capacity = capacity
         self.base = base

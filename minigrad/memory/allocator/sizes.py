@@ -37,28 +37,36 @@ SMALL, LARGE = "small_pool", "large_pool"
 
 def round_size(nbytes: int) -> int:
     """``nbytes`` rounded up to a multiple of 512 (0 becomes 512: every request gets a block of its own)."""
+    ### BEGIN SOLUTION 8.6 | the smallest multiple of MIN_BLOCK that holds nbytes, and never less than one MIN_BLOCK (integers only: no floats)
     if nbytes < MIN_BLOCK:
         return MIN_BLOCK
     return -(-nbytes // MIN_BLOCK) * MIN_BLOCK
+    ### END SOLUTION
 
 
 def pool_for(size: int) -> str:
     """The pool that serves a request of rounded ``size``: ``"small_pool"`` up to 1 MiB, else ``"large_pool"``."""
+    ### BEGIN SOLUTION 8.6 | the small pool serves every rounded size up to and including SMALL_REQUEST
     return SMALL if size <= SMALL_REQUEST else LARGE
+    ### END SOLUTION
 
 
 def segment_size(size: int) -> int:
     """Bytes to reserve from the device when no cached block fits a request of rounded ``size``."""
+    ### BEGIN SOLUTION 8.6 | three cases, by the pool and then by MIN_LARGE_ALLOC (is 10 MiB itself below it?); the last rounds up to a multiple of ROUND_LARGE
     if size <= SMALL_REQUEST:
         return SMALL_SEGMENT
     if size < MIN_LARGE_ALLOC:
         return LARGE_SEGMENT
     return -(-size // ROUND_LARGE) * ROUND_LARGE
+    ### END SOLUTION
 
 
 def should_split(block_size: int, size: int, pool: str) -> bool:
     """Whether a free block of ``block_size`` serving ``size`` keeps its remainder as a separate free block."""
+    ### BEGIN SOLUTION 8.6 | what is left over must be worth a block of the same pool: any block at all in the small pool; in the large pool, more than the small pool's largest request
     remainder = block_size - size
     if pool == SMALL:
         return remainder >= MIN_BLOCK
     return remainder > SMALL_REQUEST
+    ### END SOLUTION

@@ -68,19 +68,46 @@ def replay_states(trace, policy: str = "best_fit", capacity: int | None = None):
         yield index, event, allocator
 
 
+class TraceError(ValueError):
+    """A trace event that is not ``("alloc", id, nbytes[, tag])`` or ``("free", id)``, or does not fit the trace."""
+
+
+_SHAPES = "expected ('alloc', id, nbytes), ('alloc', id, nbytes, tag) or ('free', id)"
+
+
+def _check_event(index: int, event) -> None:
+    """Raise :class:`TraceError` naming the event if it is malformed."""
+    def bad(problem: str):
+        return TraceError(f"replay: event {index} {event!r}: {problem}; {_SHAPES}")
+
+    if not isinstance(event, (tuple, list)):
+        raise bad(f"an event is a tuple, not {type(event).__name__}")
+    if not event or event[0] not in (ALLOC, FREE):
+        raise bad("its first item must be 'alloc' or 'free'")
+    wanted = (3, 4) if event[0] == ALLOC else (2,)
+    if len(event) not in wanted:
+        raise bad(f"{event[0]!r} takes {' or '.join(map(str, wanted))} items, this has {len(event)}")
+    try:
+        hash(event[1])
+    except TypeError:
+        raise bad(f"the id {event[1]!r} is a {type(event[1]).__name__}, which cannot name a buffer "
+                  "(use an int or a str)") from None
+    if event[0] == ALLOC and (isinstance(event[2], bool) or not isinstance(event[2], int) or event[2] < 0):
+        raise bad(f"nbytes must be an int >= 0, got {type(event[2]).__name__} {event[2]!r}")
+
+
 def _apply(allocator: CachingAllocator, addresses: dict, index: int, event) -> None:
     """Run one event; ``addresses`` maps the ids alive so far to their blocks' addresses."""
+    _check_event(index, event)
     kind, buffer = event[0], event[1]
     if kind == ALLOC:
         if buffer in addresses:
-            raise ValueError(f"replay: event {index} {event!r} allocates id {buffer!r}, which is still allocated")
+            raise TraceError(f"replay: event {index} {event!r} allocates id {buffer!r}, which is still allocated")
         addresses[buffer] = allocator.malloc(event[2], tag=event[3] if len(event) > 3 else None)
     elif kind == FREE:
         if buffer not in addresses:
-            raise ValueError(f"replay: event {index} {event!r} frees id {buffer!r}, which is not allocated")
+            raise TraceError(f"replay: event {index} {event!r} frees id {buffer!r}, which is not allocated")
         allocator.free(addresses.pop(buffer))
-    else:
-        raise ValueError(f"replay: event {index} {event!r}: expected ('alloc', id, nbytes) or ('free', id)")
 
 
 def replay(trace, policy: str = "best_fit", capacity: int | None = None, snapshot_at=()) -> ReplayResult:
@@ -88,9 +115,10 @@ def replay(trace, policy: str = "best_fit", capacity: int | None = None, snapsho
 
     ``snapshot_at`` lists event indices (``>= 0``) after which the
     allocator's ``snapshot()`` is kept in ``result.snapshots``. Raises
-    ``ValueError`` naming the event for an id allocated twice or freed
-    before it was allocated, and for a ``snapshot_at`` index the trace does
-    not reach; an ``AllocatorOutOfMemoryError`` goes through.
+    :class:`TraceError` (a ``ValueError``) naming the event for a malformed
+    event, an id allocated twice or freed before it was allocated;
+    ``ValueError`` for a ``snapshot_at`` index the trace does not reach; an
+    ``AllocatorOutOfMemoryError`` goes through.
     """
     wanted = set()
     for index in snapshot_at:
