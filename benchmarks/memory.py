@@ -56,7 +56,7 @@ def measure_case(case: str) -> dict:
         optimizer.step()
 
     step()  # the first step makes Adam's state
-    with track(model, optimizer) as mem:
+    with track(model, optimizer, ground_truth=True) as mem:
         step()
     held = mem.by_category()
     return {
