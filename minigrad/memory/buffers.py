@@ -94,8 +94,10 @@ class _BufferRef(weakref.ref):
 
 def _dead(ref: _BufferRef) -> None:
     record = reported.pop(ref.key, None)
-    if record is not None:
-        emit("free", record, record[4], None)
+    if record is not None:  # emit("free", ...) written out: this runs for every buffer that goes
+        event = _event(AllocationEvent, ("free", record[1], record[0], record[2], record[3], record[4], None))
+        for fn in notify:
+            fn(event)
 
 
 def emit(kind: str, record: list, op=None, scope=()) -> None:

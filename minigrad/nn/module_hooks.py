@@ -129,7 +129,7 @@ def call_with_hooks(module, args: tuple, kwargs: dict):
     else:
         pre = (*_pre_now, *own.forward_pre.values())
         post = (*_post_now, *((i, h, i in own.always) for i, h in own.forward.items()))
-    called: set[int] = set()
+    done = 0  # how many post hooks were started: on an error, the always-called ones after them still run
     output = None
     try:
         for hook in pre:
@@ -141,8 +141,7 @@ def call_with_hooks(module, args: tuple, kwargs: dict):
             args = backward.wrap_inputs(args)
         output = module.forward(*args, **kwargs)
         for hook_id, hook, always in post:
-            if always:
-                called.add(hook_id)
+            done += 1
             result = hook(module, args, output)
             if result is not None:
                 output = result
@@ -150,8 +149,8 @@ def call_with_hooks(module, args: tuple, kwargs: dict):
             output = backward.wrap_outputs(output)
         return output
     except BaseException:
-        for hook_id, hook, always in post:
-            if always and hook_id not in called:
+        for hook_id, hook, always in post[done:]:
+            if always:
                 hook(module, args, output)
         raise
 

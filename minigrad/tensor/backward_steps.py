@@ -48,9 +48,11 @@ def input_gradients(node, grad) -> tuple:
     float32 (:mod:`.bfloat16_compute`); under ``detect_anomaly()`` NaN/Inf is
     named at the op that made it.
     """
-    if events.node_backward:
+    device = None
+    if events.node_backward or events.node_returned:  # the device of the node's output, else the pass's
+        device = node._device or (_passes[-1][1] if _passes else None)
         for listener in events.node_backward:
-            listener(node, grad, _device_of(node))
+            listener(node, grad, device)
     input_grads = node.backward(grad) if not node._bf16 else _bf16.backward(node, grad)
     if type(input_grads) is not tuple:
         input_grads = (input_grads,)
@@ -71,9 +73,8 @@ def input_gradients(node, grad) -> tuple:
                 f"shape {tuple(parent.output_shape)}; a gradient must have its input's shape "
                 f"(sum over broadcast dimensions with unbroadcast)"
             )
-    if events.node_returned:
-        for listener in events.node_returned:
-            listener(node, grad, input_grads, _device_of(node))
+    for listener in events.node_returned:
+        listener(node, grad, input_grads, device)
     return input_grads
 
 
@@ -99,11 +100,6 @@ def add_grad(tensor: Tensor, grad) -> None:
 
 
 # --------------------------------------------------------------------------- internals
-
-
-def _device_of(node):
-    """The device of ``node``'s output (set on nodes recorded while ops are listened to), else the pass's."""
-    return node._device or (_passes[-1][1] if _passes else None)
 
 
 def _checked(tensor: Tensor, grad):
