@@ -98,9 +98,11 @@ def cupy():
         import cupy
     except ImportError as error:
         pytest.skip(f'CuPy is not usable here ({error}): pip install "minigrad[gpu]"')
+    from minigrad.gpu.device.backend import no_gpu_reason
+
     try:
         if cupy.cuda.runtime.getDeviceCount() == 0:
-            pytest.skip("CuPy sees no GPU")
+            pytest.skip("CuPy sees no GPU (the kernel simulator needs none)")
     except Exception as error:  # no driver, or a driver too old for this CUDA
-        pytest.skip(f"CuPy sees no GPU: {error}")
+        pytest.skip(f"{no_gpu_reason(error)} (the kernel simulator needs none)")
     return cupy

@@ -57,10 +57,21 @@ def test_cupy_without_a_gpu_says_no_gpu_not_no_cupy(fresh_cuda):
     assert "simulator" in str(info.value)
 
 
-def test_a_driver_error_is_reported_with_its_text(fresh_cuda):
+def test_a_driver_error_is_reported_with_its_text_where_there_is_a_driver(fresh_cuda):
+    fresh_cuda.setattr(backend.os.path, "exists", lambda path: path == "/proc/driver/nvidia")
     fresh_cuda.setitem(sys.modules, "cupy", _fake_cupy(RuntimeError("cudaErrorInsufficientDriver")))
     with pytest.raises(CudaUnavailableError, match="RuntimeError: cudaErrorInsufficientDriver"):
         mt.device("cuda:0")
+
+
+def test_without_any_driver_the_reason_is_no_gpu_not_an_old_driver(fresh_cuda):
+    """CuPy says "CUDA driver version is insufficient" when there is no driver at all: that reads as "update it"."""
+    fresh_cuda.setattr(backend.os.path, "exists", lambda path: False)
+    fresh_cuda.setattr(backend.ctypes.util, "find_library", lambda name: None)
+    fresh_cuda.setitem(sys.modules, "cupy", _fake_cupy(RuntimeError("CUDA driver version is insufficient")))
+    with pytest.raises(CudaUnavailableError, match="no NVIDIA GPU found: this machine has no NVIDIA driver") as info:
+        mt.device("cuda")
+    assert "insufficient" not in str(info.value)
 
 
 def test_the_first_outcome_is_kept_without_probing_again(fresh_cuda):

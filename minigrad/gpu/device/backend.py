@@ -19,11 +19,14 @@ Invariants
 
 from __future__ import annotations
 
+import ctypes.util
+import os
+
 import numpy as np
 
 from minigrad.tensor.backend import Backend, DeviceError, register_backend, register_backend_loader
 
-__all__ = ["CudaUnavailableError", "cuda_available", "register_cuda", "DEVICE_TYPE", "INSTALL"]
+__all__ = ["CudaUnavailableError", "cuda_available", "register_cuda", "no_gpu_reason", "DEVICE_TYPE", "INSTALL"]
 
 DEVICE_TYPE = "cuda"
 INSTALL = 'pip install "minigrad[gpu]"'
@@ -41,6 +44,17 @@ _failure: CudaUnavailableError | None = None
 _registered = False
 
 
+def no_gpu_reason(error: Exception) -> str:
+    """Why CuPy sees no GPU, in words: no NVIDIA driver at all (a laptop without one), or what the driver said.
+
+    ``error`` is what CuPy raised when asked for its devices. Without any driver CuPy's own words
+    ("CUDA driver version is insufficient") read as "update your driver", which is not the fix.
+    """
+    if not os.path.exists("/proc/driver/nvidia") and ctypes.util.find_library("cuda") is None:
+        return "no NVIDIA GPU found: this machine has no NVIDIA driver"
+    return f"{type(error).__name__}: {error}"
+
+
 def _import_cupy():
     """The ``cupy`` module, or a CudaUnavailableError saying what is missing."""
     try:
@@ -53,7 +67,7 @@ def _import_cupy():
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as err:  # CUDARuntimeError without a driver, or a missing runtime library
-        count, reason = 0, f"{type(err).__name__}: {err}"
+        count, reason = 0, no_gpu_reason(err)
     else:
         reason = "cupy.cuda.runtime.getDeviceCount() is 0"
     if count == 0:
