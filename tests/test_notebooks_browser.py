@@ -43,7 +43,7 @@ READ_OUTPUTS = """() => [...document.querySelectorAll('.jp-OutputArea-output')].
             scroll_boxes: [...o.querySelectorAll('.widget-html-content > div')].map(d => ({height: d.getBoundingClientRect().height}))};
 })"""
 KERNEL_IDLE = """() => {
-    const session = window.jupyterapp.shell.currentWidget?.sessionContext?.session;
+    const session = window.jupyterapp?.shell?.currentWidget?.sessionContext?.session;
     return session?.kernel?.status === 'idle' && session.kernel.connectionStatus === 'connected';
 }"""
 FIRST_ERROR = "document.querySelector('[data-mime-type=\"application/vnd.jupyter.error\"]')"
