@@ -15,7 +15,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from minigrad.tensor.backend import Device, DeviceError, cpu, device as as_device, root_array, transfer
+from minigrad.tensor.backend import Device, DeviceError, cpu, device as as_device, root_array
 from minigrad.tensor.dtypes import as_dtype, bfloat16, int64, is_floating_point
 from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.op_table import ops

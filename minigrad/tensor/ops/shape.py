@@ -15,7 +15,6 @@ drop, add or merge) are in ``ops/squeeze.py``; ``cat``/``stack``/``split`` in ``
 from __future__ import annotations
 
 from minigrad.tensor import grad_rules, strided_arrays, strides
-from minigrad.tensor.backend import array_module
 from minigrad.tensor.errors import ShapeError
 from minigrad.tensor.function import Function
 from minigrad.tensor.op_table import register
