@@ -228,21 +228,20 @@ class SharedArray:
             index = int(index)
         if type(index) is not int or not 0 <= index < self.size:
             index = self._checked(index, "read")
+        frame = sys._getframe(1)
+        thread = CURRENT.linear_thread
         record = self._accesses.get(index)
         if record is None or record[1] != MANY or record[0] is not None or record[2] is not None:
             # Not the common "only read, by several threads" case: let the detector check and record.
-            frame = sys._getframe(1)
-            thread = CURRENT.linear_thread
             self._races.read(index, thread, frame.f_lineno, self._steps.step(thread, frame))
         self._stats.shared_load_bytes += self._itemsize
-        frame = sys._getframe(1)
         warps = self._warps  # for the bank conflicts (sectors.py)
         site = warps.sites.get((id(frame.f_code), frame.f_lasti, self))
         if site is None:
             site = warps.site(frame, self, SHARED)
         log = warps.log
         log.append(site)
-        log.append(CURRENT.linear_thread)
+        log.append(thread)
         log.append(index * self._itemsize)
         value = self._values[index]
         return self._unset(index, "reads") if value is _UNSET else value
