@@ -31,6 +31,10 @@ def _grade(args) -> int:
 
 
 def _exercises(args) -> int:
+    return {"build": _exercises_build, "init": _exercises_init, "reset": _exercises_reset, "where": _exercises_where}[args.action](args)
+
+
+def _exercises_build(args) -> int:
     from minigrad.grading.carve import build
 
     root = Path(args.root)
@@ -43,6 +47,56 @@ def _exercises(args) -> int:
         return 0
     print("\n".join(f"wrote {p}" for p in touched) or "exercises/ and solutions/ were already up to date")
     return 0
+
+
+def _exercises_init(args) -> int:
+    from minigrad.grading import workspace
+
+    root = Path(args.folder).expanduser().resolve() if args.folder else workspace.locate()
+    try:
+        report = workspace.sync(root)
+    except OSError as err:
+        print(f"minigrad exercises init: cannot write the workspace {root}: {err}", file=sys.stderr)
+        return 2
+    print("\n".join(report.lines() or [f"your workspace {root} is up to date"]))
+    print(f"your answers go in {root / 'exercises'}; grade them with `minigrad grade NN`")
+    if root != workspace.locate():
+        print(f"(work inside {root}, or set {workspace.ENVIRONMENT_VARIABLE}={root}, for `minigrad grade` to find it)")
+    return 0
+
+
+def _exercises_reset(args) -> int:
+    from minigrad.grading import workspace
+
+    try:
+        result = workspace.reset(args.which)
+    except (ValueError, OSError) as err:
+        print(f"minigrad exercises reset: {err}", file=sys.stderr)
+        return 2
+    if result.backup is None:
+        print(f"{result.path} already holds the stub")
+        return 0
+    what = ", ".join(result.functions)
+    print(f"put {what} of {result.path} back to the stub; your previous file is kept as {result.backup}")
+    if result.also_reset:
+        print(f"(that also resets exercise {', '.join(result.also_reset)}, which shares the same function)")
+    return 0
+
+
+def _exercises_where(args) -> int:
+    from minigrad.grading import workspace
+
+    root = workspace.locate()
+    print(root)
+    if not (root / workspace.MARKER).is_file():
+        print("(not made yet: `minigrad exercises init` or `minigrad lab` makes it)", file=sys.stderr)
+    return 0
+
+
+def _lab(args) -> int:
+    from minigrad.course.lab import main as lab
+
+    return lab(args.lab_arguments)
 
 
 def _train(args) -> int:
@@ -218,7 +272,7 @@ def parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("grade", help="grade your exercise file(s)")
     g.add_argument("chapter", help="chapter number (01, 02, ...), an exercise id (6.2: grades the file that holds it) or 'all'")
-    g.add_argument("--file", help="the file to grade (default: exercises/NN_*.py from the current folder up)")
+    g.add_argument("--file", help="the file to grade (default: your workspace's copy, see `minigrad exercises where`)")
     g.add_argument("--dir", help="a folder holding NN_*.py exercise files (for 'all')")
     g.add_argument("--reference", action="store_true", help="grade the library's own reference code")
     g.add_argument("--json", metavar="PATH", help="also write Gradescope's results.json to PATH")
@@ -228,11 +282,23 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--exit-zero", action="store_true", help="exit with status 0 even when a check fails (default: 1)")
     g.set_defaults(run=_grade)
 
-    e = sub.add_parser("exercises", help="generate exercises/ and solutions/ from the library")
-    e.add_argument("action", choices=["build"])
-    e.add_argument("--check", action="store_true", help="only compare; exit 1 if the files are out of date")
-    e.add_argument("--root", default=".", help="folder that holds exercises/ and solutions/ (default: .)")
-    e.set_defaults(run=_exercises)
+    e = sub.add_parser("exercises", help="your workspace's exercise files: make, reset, locate; or rebuild the pristine stubs")
+    ex = e.add_subparsers(dest="action", required=True)
+    init = ex.add_parser("init", help="make (or refresh) your workspace: your copies of the exercises (and chapters)")
+    init.add_argument("folder", nargs="?", help="where (default: `minigrad exercises where`)")
+    init.set_defaults(run=_exercises)
+    reset = ex.add_parser("reset", help="put one exercise (4.2) or one file (04_backward.py) back to its stub")
+    reset.add_argument("which", help="an exercise id such as 4.2, or an exercise file name")
+    reset.set_defaults(run=_exercises)
+    where = ex.add_parser("where", help="print the folder of your workspace")
+    where.set_defaults(run=_exercises)
+    b = ex.add_parser("build", help="regenerate exercises/ and solutions/ of the course from the library (maintainers)")
+    b.add_argument("--check", action="store_true", help="only compare; exit 1 if the files are out of date")
+    b.add_argument("--root", default=".", help="folder that holds exercises/ and solutions/ (default: .)")
+    b.set_defaults(run=_exercises)
+
+    lab = sub.add_parser("lab", help="open the course in JupyterLab, on your workspace (extra arguments go to JupyterLab)")
+    lab.set_defaults(run=_lab)
 
     t = sub.add_parser("train", help="train an MNIST recipe and report its test accuracy")
     t.add_argument("recipe", choices=["mnist-mlp", "mnist-cnn"])
@@ -274,7 +340,12 @@ def _numbers_kept(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(_numbers_kept(sys.argv[1:] if argv is None else list(argv)))
+    command = parser()
+    args, unknown = command.parse_known_args(_numbers_kept(sys.argv[1:] if argv is None else list(argv)))
+    if args.command == "lab":
+        args.lab_arguments = unknown  # JupyterLab's own options, passed on
+    elif unknown:
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
     return args.run(args)
 
 

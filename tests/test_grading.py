@@ -1,6 +1,7 @@
 """The grader: reference and solutions score full marks, stubs zero, hostile code cannot hurt it."""
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -140,12 +141,23 @@ def test_gradescope_json_via_cli(tmp_path):
         assert set(t) == {"name", "score", "max_score", "status", "output"} and t["status"] == "passed"
 
 
+def test_cli_makes_a_missing_workspace_and_grades_its_stub(tmp_path):
+    folder = tmp_path / "my workspace"
+    env = {**os.environ, "MINIGRAD_WORKSPACE": str(folder)}
+    run = subprocess.run(
+        [sys.executable, "-m", "minigrad.cli", "grade", "1.1"], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert run.returncode == 1, run.stderr
+    assert f"your workspace {folder}" in run.stdout and "0 / " in run.stdout
+    assert (folder / "exercises" / "01_scalar_autograd.py").read_text().startswith("# Chapter 01")
+
+
 def test_cli_explains_a_missing_file(tmp_path):
     run = subprocess.run(
-        [sys.executable, "-m", "minigrad.cli", "grade", "01"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "minigrad.cli", "grade", "01", "--file", "nowhere.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert run.returncode == 2
-    assert "could not find exercises/01_scalar_autograd.py" in run.stderr and "--file" in run.stderr
+    assert "no such file" in run.stderr and "nowhere.py" in run.stderr
 
 
 def test_unknown_chapter_is_explained():

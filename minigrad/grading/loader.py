@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from minigrad.grading import workspace
 from minigrad.grading.carve import exercise_functions
 from minigrad.grading.manifest import Part, part_of
 
@@ -15,29 +16,21 @@ _counter = itertools.count()
 
 
 def find_exercise_file(key: str | int | Part, start: Path | None = None) -> Path:
-    """``exercises/NN_*.py`` in ``start`` (default: the current folder) or the nearest parent that has it.
+    """The learner's copy of the exercise file, in their workspace (made, with a line saying so, if missing).
 
-    ``key``: a chapter with one exercise file ("01"), an exercise id ("5.3") or a Part.
+    ``key``: a chapter with one exercise file ("01"), an exercise id ("5.3") or a
+    Part. ``start``: the folder to look for a workspace from (default: the
+    current one); see :mod:`minigrad.grading.workspace` for where it is.
     """
-    ch = key if isinstance(key, Part) else part_of(key)
-    start = (start or Path.cwd()).resolve()
-    for folder in (start, *start.parents):
-        candidate = folder / "exercises" / ch.file
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(
-        f"could not find exercises/{ch.file} in {start} or any folder above it. "
-        f"Run from the course folder, pass the file explicitly (--file PATH), "
-        f"or create the exercise files with `minigrad exercises build`."
-    )
+    part = key if isinstance(key, Part) else part_of(key)
+    return workspace.learner_file(part, workspace.locate(start))
 
 
 def resolve_exercise_path(path: str | Path, start: Path | None = None) -> Path:
-    """``path`` as given if it exists; a relative one that does not is looked for in the folders above ``start``.
+    """``path`` as given if it exists; a relative one that does not is looked for in the workspace, then above ``start``.
 
-    So ``"exercises/08_allocator.py"`` written in a notebook that runs in
-    ``chapters/`` finds the course folder's ``exercises/08_allocator.py``, as
-    the default lookup does.
+    So ``"exercises/08_allocator.py"`` written in a notebook names the
+    workspace's copy, as the default lookup does.
     """
     given = Path(path).expanduser()
     if given.is_file():
@@ -45,13 +38,13 @@ def resolve_exercise_path(path: str | Path, start: Path | None = None) -> Path:
     if given.is_absolute():
         raise FileNotFoundError(f"no such exercise file: {given}")
     start = (start or Path.cwd()).resolve()
-    for folder in start.parents:
+    for folder in (workspace.locate(start), *start.parents):
         candidate = folder / given
         if candidate.is_file():
             return candidate
     raise FileNotFoundError(
-        f"no such exercise file: {given} (looked in {start} and every folder above it); give the path from the "
-        f"folder you run in (e.g. ../{given} from chapters/), or leave it out to find exercises/ by itself"
+        f"no such exercise file: {given} (looked in {start}, in your workspace {workspace.locate(start)} and every "
+        f"folder above {start}); give the path from the folder you run in, or leave it out to use your workspace's copy"
     )
 
 
@@ -76,7 +69,7 @@ def load_exercise(key: str | int, path: str | Path | None = None) -> ModuleType:
     """The learner's module: ``load_exercise("01").Value`` is their Value.
 
     ``key`` is a chapter with one exercise file ("01") or an exercise id ("5.3").
-    With no ``path``, looks for ``exercises/NN_*.py`` from the current folder upwards.
+    With no ``path``, the workspace's copy (``exercises/NN_*.py`` in it).
     """
     return load_module(resolve_exercise_path(path) if path else find_exercise_file(key))
 

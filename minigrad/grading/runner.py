@@ -285,7 +285,7 @@ def grade_part(
     seed: int | None = None,
     strict: bool = True,
 ) -> PartResult:
-    """Grade one exercise file (default: ``exercises/NN_*.py`` found from the current folder).
+    """Grade one exercise file (default: the workspace's copy, ``exercises/NN_*.py`` in it).
 
     A file that looks like another chapter's raises ValueError if ``strict``, else scores 0 saying so.
     """
@@ -320,7 +320,7 @@ def check_limits(timeout: float, memory_mb: int) -> None:
 
 
 def resolve_files(which: str, file: str | Path | None, folder: str | Path | None, reference: bool) -> list[tuple[Part, Path | None]]:
-    """The exercise files to grade, each with the file to grade (None: find it from the current folder)."""
+    """The exercise files to grade, each with the file to grade (None: the workspace's copy)."""
     if which == "all":
         selected = [p for c in chapters().values() for p in c.parts]
     elif "." in which:  # an exercise id: the file that holds it

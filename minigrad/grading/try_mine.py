@@ -81,7 +81,7 @@ def try_my_code(
     chapter built around a class, such as chapter 01's ``Value``).
     ``compare``: called with the demo's result once the library is restored; True prints
     "your {what} match the library's", False says they differ and points to the grader.
-    ``path``: the learner's file (default: ``exercises/NN_*.py`` from the current folder up).
+    ``path``: the learner's file (default: the workspace's copy).
     """
     key = str(key)
     tag = f"exercise {key}: " if "." in key else ""

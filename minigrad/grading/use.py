@@ -115,11 +115,10 @@ def use_exercise(key: str | int, path: str | Path | None = None) -> Iterator[Mod
 
     ``key``: a chapter ("04") swaps every function with a solution region in
     that chapter's exercise files; an exercise id ("4.2") swaps only that
-    exercise's. ``path``: the learner's file (default: ``exercises/NN_*.py``
-    found from the current folder upwards; for a chapter of several files,
-    the one named like ``path``). A relative ``path`` that does not exist
-    from the current folder is looked for from the folders above it, so
-    ``"exercises/08_allocator.py"`` works from ``chapters/`` too. Yields the learner's module, or a tuple of
+    exercise's. ``path``: the learner's file (default: the workspace's copy; for a
+    chapter of several files, the one named like ``path``). A relative
+    ``path`` that does not exist from the current folder is looked for in
+    the workspace, so ``"exercises/08_allocator.py"`` names the learner's copy. Yields the learner's module, or a tuple of
     modules (in the manifest's order) for a chapter of several files.
     """
     key = str(key)
