@@ -40,30 +40,40 @@ def test_ci_runs_the_readme_test_command():
     assert command in (ROOT / ".ci" / "run").read_text()
 
 
-def test_readme_course_command_opens_the_chapters():
+def test_readme_course_command_opens_the_course_on_the_workspace():
     command = _readme_command("course-command")
-    assert "jupyter lab" in command and "chapters" in command
+    assert shlex.split(command.split("&&")[-1]) == [".venv/bin/minigrad", "lab"]
+    assert '.venv/bin/pip install -e ".[lab]"' in command
 
 
-def _jupyter_lab_step(command: str) -> list[str]:
-    """The ``jupyter lab ...`` part of the course command, as arguments."""
-    step = shlex.split(command.split("&&")[-1])
-    assert Path(step[0]).name == "jupyter" and step[1] == "lab", step
-    return step[1:]
-
-
-def test_readme_course_command_works_for_root_too():
+def test_the_lab_command_works_for_root_too(monkeypatch, tmp_path):
     """Containers and cloud notebooks run as root: jupyter refuses root without --allow-root (harmless otherwise)."""
-    assert "--allow-root" in _jupyter_lab_step(_readme_command("course-command"))
+    from minigrad.course import lab
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    command = lab.lab_command(tmp_path, [])
+    assert "--allow-root" in command and f"--ServerApp.root_dir={tmp_path}" in command
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert "--allow-root" not in lab.lab_command(tmp_path, [])
+
+
+def test_the_lab_environment_puts_the_course_commands_first(tmp_path):
+    from minigrad.course import lab
+
+    env = lab.lab_environment(tmp_path)
+    assert env["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
+    assert env["MINIGRAD_WORKSPACE"] == str(tmp_path)
 
 
 def test_readme_course_command_starts_jupyterlab(tmp_path):
-    """The README's ``jupyter lab`` invocation, as written, serves the chapters (as root when the tests run as root)."""
-    jupyter = Path(sys.executable).parent / "jupyter"
+    """The README's ``minigrad lab``, as written, makes the workspace and serves it (as root when the tests run as root)."""
     if not (Path(sys.executable).parent / "jupyter-lab").exists():
         pytest.skip("JupyterLab is not installed here (it comes with pip install -e '.[lab]')")
-    args = [str(jupyter), *_jupyter_lab_step(_readme_command("course-command")), "--no-browser", "--port=0"]
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_DATA_DIR=str(tmp_path / "data"))
+    step = shlex.split(_readme_command("course-command").split("&&")[-1])
+    args = [str(Path(sys.executable).parent / Path(step[0]).name), *step[1:], "--no-browser", "--port=0"]
+    folder = tmp_path / "ws"
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_DATA_DIR=str(tmp_path / "data"),
+               MINIGRAD_WORKSPACE=str(folder))
     server = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in server.stdout], daemon=True).start()
@@ -84,7 +94,8 @@ def test_readme_course_command_starts_jupyterlab(tmp_path):
             server.wait()
     output = "".join(seen)
     assert "is running at" in output, output
-    assert "Serving notebooks from local directory: " + str(ROOT / "chapters") in output, output
+    assert "Serving notebooks from local directory: " + str(folder) in output, output
+    assert (folder / "chapters" / "01_scalar_autograd.ipynb").is_file() and (folder / "exercises").is_dir()
 
 
 def test_hypothesis_is_derandomized_unless_the_wide_profile_is_asked_for(pytestconfig):
