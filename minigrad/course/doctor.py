@@ -281,8 +281,8 @@ def _labextension_folders() -> list[Path]:
 def check_lab() -> list[Check]:
     """JupyterLab (the ``lab`` extra, ``minigrad lab``) and the widget extension the stepper widget needs."""
     if not lab.lab_installed():
-        return [Check("jupyterlab", "missing", "JupyterLab: not installed (the `lab` extra; `minigrad lab` and the "
-                      "course command need it; the chapters also open in any Jupyter)", fix=install_command("lab"))]
+        return [Check("jupyterlab", "missing", "JupyterLab: not installed (the `lab` extra, for `minigrad lab` and "
+                      "the course command)", fix=install_command("lab"))]
     checks = [Check("jupyterlab", "ok", f"JupyterLab {_version('jupyterlab') or '(version unknown)'}")]
     widgets = _version("jupyterlab_widgets")
     folders = _labextension_folders()
