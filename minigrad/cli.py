@@ -99,6 +99,12 @@ def _lab(args) -> int:
     return lab(args.lab_arguments)
 
 
+def _doctor(args) -> int:
+    from minigrad.course.doctor import main as doctor
+
+    return doctor(as_json=args.json)
+
+
 def _train(args) -> int:
     import minigrad.gpu  # noqa: F401  (makes "cuda" a device)
     from minigrad.data import MNISTNotFound
@@ -299,6 +305,10 @@ def parser() -> argparse.ArgumentParser:
 
     lab = sub.add_parser("lab", help="open the course in JupyterLab, on your workspace (extra arguments go to JupyterLab)")
     lab.set_defaults(run=_lab)
+
+    d = sub.add_parser("doctor", help="check this machine for the course: what is there, what is missing, the fix for each")
+    d.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    d.set_defaults(run=_doctor)
 
     t = sub.add_parser("train", help="train an MNIST recipe and report its test accuracy")
     t.add_argument("recipe", choices=["mnist-mlp", "mnist-cnn"])

@@ -104,7 +104,7 @@ Extensions (not on the reading path)
   module (NumPy or CuPy), grid sizes, dtype and shape checks.
 - ``simulator/__init__.py`` (13 lines): what the simulator room holds.
 - ``device/__init__.py`` (8 lines): what the device room holds.
-- ``device/backend.py`` (114 lines): the ``"cuda"`` device - CuPy arrays,
+- ``device/backend.py`` (136 lines): the ``"cuda"`` device - CuPy arrays,
   registered on first use; the error when CuPy or a GPU is missing.
 - ``device/backend_ops.py`` (159 lines): the fused kernels behind the core's
   ops (relu backward with the bias gradient of linear, cross-entropy, Adam)

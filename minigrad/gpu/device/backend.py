@@ -26,7 +26,10 @@ import numpy as np
 
 from minigrad.tensor.backend import Backend, DeviceError, register_backend, register_backend_loader
 
-__all__ = ["CudaUnavailableError", "cuda_available", "register_cuda", "no_gpu_reason", "DEVICE_TYPE", "INSTALL"]
+__all__ = [
+    "CudaUnavailableError", "cuda_available", "register_cuda", "no_gpu_reason", "nvidia_driver_found", "DEVICE_TYPE",
+    "INSTALL",
+]
 
 DEVICE_TYPE = "cuda"
 INSTALL = 'pip install "minigrad[gpu]"'
@@ -44,13 +47,18 @@ _failure: CudaUnavailableError | None = None
 _registered = False
 
 
+def nvidia_driver_found() -> bool:
+    """Whether this machine has an NVIDIA driver: its ``/proc`` entry, or a ``libcuda`` the loader finds (no CuPy needed)."""
+    return os.path.exists("/proc/driver/nvidia") or ctypes.util.find_library("cuda") is not None
+
+
 def no_gpu_reason(error: Exception) -> str:
     """Why CuPy sees no GPU, in words: no NVIDIA driver at all (a laptop without one), or what the driver said.
 
     ``error`` is what CuPy raised when asked for its devices. Without any driver CuPy's own words
     ("CUDA driver version is insufficient") read as "update your driver", which is not the fix.
     """
-    if not os.path.exists("/proc/driver/nvidia") and ctypes.util.find_library("cuda") is None:
+    if not nvidia_driver_found():
         return "no NVIDIA GPU found: this machine has no NVIDIA driver"
     return f"{type(error).__name__}: {error}"
 
