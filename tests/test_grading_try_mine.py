@@ -52,11 +52,11 @@ def test_a_wrong_result_is_called_different(capsys):
 
 
 def test_the_stubs_name_the_open_exercise_and_the_file_without_a_traceback(capsys, monkeypatch):
-    monkeypatch.chdir(ROOT / "chapters")  # where a chapter notebook runs; the file is found upwards
+    monkeypatch.chdir(ROOT / "chapters")  # where a chapter notebook runs; the file is the workspace's copy
     assert try_my_code("04", _losses) is None
     out = capsys.readouterr().out
     assert re.match(r"not done yet: Exercise 4\.\d", out)
-    assert re.search(r"  \(your file: \.\./exercises/04_\w+\.py\)\n$", out)  # the file of the exercise reached first
+    assert re.search(r"  \(your file: \S*exercises/04_\w+\.py\)\n$", out)  # the file of the exercise reached first
     assert "Traceback" not in out and out.count("\n") == 1
 
 
@@ -104,11 +104,5 @@ def test_a_syntax_error_names_the_file_and_line(tmp_path, capsys):
 def test_a_missing_file_says_so(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     ran = []
-    assert try_my_code("04", ran.append) is None
-    out = capsys.readouterr().out
-    assert ran == []
-    assert out.startswith("could not find your exercise file:") and "04_" in out
-    assert "minigrad exercises build" in out and "Traceback" not in out
-
     assert try_my_code("04", ran.append, path=tmp_path / "nowhere.py") is None
     assert "nowhere.py" in capsys.readouterr().out and ran == []

@@ -102,10 +102,12 @@ def test_one_exercise_swaps_only_its_functions():
     assert _originals() == before
 
 
-def test_the_learners_file_is_found_from_the_current_folder(monkeypatch):
+def test_the_learners_file_is_the_workspace_copy(monkeypatch):
+    from minigrad.grading import workspace
+
     monkeypatch.chdir(ROOT / "chapters")
     with use_exercise("4.1") as mine:
-        assert Path(mine.__file__).resolve() == STUBS.resolve()
+        assert Path(mine.__file__).resolve() == workspace.locate() / "exercises" / STUBS.name
 
 
 def test_a_chapter_of_several_files_swaps_them_all(monkeypatch):
@@ -161,14 +163,15 @@ def test_swapped_methods_see_the_library_class_under_the_learners_name():
     assert vars(module.Module)["__setattr__"] is original and mine.Module is not module.Module
 
 
-def test_a_path_from_the_course_folder_works_from_chapters(monkeypatch):
-    """``use_exercise("8.3", "exercises/08_allocator.py")`` in a notebook run from chapters/ finds the course's file."""
+def test_a_relative_path_names_the_workspace_copy(monkeypatch):
+    """``use_exercise("8.3", "exercises/08_allocator.py")`` in a notebook run from chapters/ finds the learner's copy."""
+    from minigrad.grading import workspace
     from minigrad.memory.allocator import caching_allocator
 
     monkeypatch.chdir(ROOT / "chapters")
     original = caching_allocator.CachingAllocator._split
     with use_exercise("8.3", "exercises/08_allocator.py") as mine:
-        assert Path(mine.__file__).resolve() == ROOT / "exercises" / "08_allocator.py"
+        assert Path(mine.__file__).resolve() == workspace.locate() / "exercises" / "08_allocator.py"
         assert caching_allocator.CachingAllocator._split is mine.CachingAllocator.__dict__["_split"]
     assert caching_allocator.CachingAllocator._split is original
     with pytest.raises(FileNotFoundError, match="looked in"):

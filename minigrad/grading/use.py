@@ -98,7 +98,7 @@ def _swaps(part: Part, exercise: str | None, path) -> tuple[ModuleType, list]:
         except (AttributeError, KeyError):
             raise AttributeError(
                 f"use_exercise: your file {getattr(mine, '__file__', '?')} has no {qualname}; "
-                f"regenerate a fresh copy with `minigrad exercises build` and fill it in again"
+                f"put that exercise back to its stub with `minigrad exercises reset {exercise or part.file}` and fill it in again"
             ) from None
         swaps.append((owner, attribute, vars(owner)[attribute], replacement))
     for qualname in names:  # the learner's classes that own swapped methods name the library's class meanwhile

@@ -5,10 +5,12 @@ import gzip
 import http.server
 import os
 import shutil
+import sys
 import threading
 from pathlib import Path
 
 import numpy as np
+
 import pytest
 
 from minigrad.data import MNIST, IDXError, MNISTNotFound, parse_idx
@@ -267,3 +269,15 @@ def test_missing_files_error_can_name_another_way_to_the_subset(tmp_path):
     import pickle
 
     assert str(pickle.loads(pickle.dumps(info.value))) == str(info.value)
+
+
+@pytest.mark.parametrize("value", ["", "relative/cache"])
+def test_an_empty_or_relative_xdg_cache_home_is_ignored(monkeypatch, tmp_path, value):
+    """The XDG spec: a relative path in XDG_CACHE_HOME is invalid and must be ignored (else data lands in the cwd)."""
+    from minigrad.data.cache import data_root
+
+    monkeypatch.delenv("MINIGRAD_DATA", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", value)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    if sys.platform.startswith("linux"):
+        assert data_root() == tmp_path / ".cache" / "minigrad"
