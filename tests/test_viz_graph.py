@@ -9,6 +9,7 @@ import pytest
 
 from minigrad.scalar import MLP, Value, topological_order
 from minigrad.viz import SVGFigure, draw_graph, draw_legend, graph_nodes, layered_layout, stack_figures
+from minigrad.viz.graph_svg import FIT_WIDTH
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -277,6 +278,62 @@ def test_the_figure_ends_a_margin_past_what_is_drawn(make, rankdir):
     left, top, right, bottom = drawn_extent(figure.svg)
     margins = [left, top, figure.width - right, figure.height - bottom]
     assert all(11 <= m <= 14 for m in margins), margins  # MARGIN (12), give or take the stroke and rounding
+
+
+def chain(length: int):
+    """x*1 + 1, tanh, ... : a graph as long as ``length`` ops and one box deep."""
+    out = Value(0.5, label="x")
+    for i in range(length):
+        out = out.tanh() if i % 2 else out * 1.0
+    out.label = "out"
+    return out
+
+
+def boxes(svg: str) -> list[tuple[float, float, float, float]]:
+    """(left, top, right, bottom) of every value box and op pill (the background has no stroke)."""
+    return [
+        (x, y, x + float(r.get("width")), y + float(r.get("height")))
+        for r in ET.fromstring(svg).iter(SVG + "rect") if r.get("stroke")
+        for x, y in [(float(r.get("x")), float(r.get("y")))]
+    ]
+
+
+@pytest.mark.parametrize("make", [lambda: chain(30), lambda: random_dag(1, 80), lambda: random_dag(8, 60)])
+def test_a_long_graph_wraps_into_rows_within_max_width(make):
+    out = make()
+    one_row = draw_graph(out, max_width=None)
+    figure = draw_graph(out)
+    assert one_row.width > FIT_WIDTH >= figure.width and figure.height > one_row.height
+    left, top, right, bottom = drawn_extent(figure.svg)
+    margins = [left, top, figure.width - right, figure.height - bottom]
+    assert all(11 <= m <= 14 for m in margins), margins
+    drawn = boxes(figure.svg)
+    assert len(drawn) == len(boxes(one_row.svg))
+    for i, a in enumerate(drawn):
+        for b in drawn[i + 1:]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)
+    assert sorted(texts(figure.svg)) == sorted(texts(one_row.svg))
+    assert figure.svg == draw_graph(make()).svg
+
+
+def test_wrapped_rows_but_the_last_are_of_near_equal_length():
+    figure = draw_graph(chain(30), max_width=700)
+    rows: list[list[float]] = []  # [bottom, right end] of each row, from the top
+    for left, top, right, bottom in sorted(boxes(figure.svg), key=lambda box: box[1]):
+        if rows and top < rows[-1][0]:
+            rows[-1] = [max(rows[-1][0], bottom), max(rows[-1][1], right)]
+        else:
+            rows.append([bottom, right])
+    ends = [end for _, end in rows][:-1]  # the last row takes what is left
+    assert len(ends) >= 3 and max(ends) <= 700 - 12 and max(ends) - min(ends) < 100, ends
+
+
+def test_a_graph_that_fits_is_drawn_as_before_and_top_to_bottom_never_wraps():
+    assert draw_graph(expression()).svg == draw_graph(expression(), max_width=None).svg
+    tall = draw_graph(chain(30), rankdir="TB")
+    assert tall.svg == draw_graph(chain(30), rankdir="TB", max_width=None).svg
+    single = draw_graph(Value(1.0, label="a" * 200))  # one layer wider than max_width: drawn as wide as it is
+    assert single.width > FIT_WIDTH
 
 
 def test_min_widths_widen_boxes_without_moving_their_text():

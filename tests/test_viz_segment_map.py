@@ -138,7 +138,7 @@ def test_an_empty_allocator_and_bad_arguments():
 
 def test_the_map_shows_the_replayed_state_under_each_policy():
     explorer = SegmentMap(POLICY_TRACE)
-    assert explorer.event == len(POLICY_TRACE) - 1 and explorer.policy == "best_fit"
+    assert explorer.event == 0 and explorer.policy == "best_fit"
     for policy in ("best_fit", "first_fit"):
         explorer.set(event=7, policy=policy)
         expected = replay(POLICY_TRACE, policy, snapshot_at=[7]).snapshots[7]
@@ -186,6 +186,18 @@ def test_the_timeline_marks_the_event_under_the_map():
         assert marker[0].get("x1") == _num(LEFT + event * BAR_WIDTH / (len(POLICY_TRACE) - 1))
     with pytest.raises(ValueError, match="event inside them"):
         draw_replay_timeline([1, 2], [1, 2], [0.0, 0.0], 2)
+
+
+def test_it_opens_at_the_first_event_so_a_learner_steps_forward():
+    explorer = SegmentMap(POLICY_TRACE)
+    assert explorer.event == 0 and "after event 0/7: alloc" in explorer.figure().svg
+    assert explorer.readout().startswith("event 0/7: alloc")
+    pytest.importorskip("ipywidgets")
+    explorer.widget
+    assert explorer._slider.value == 0 and explorer._play.value == 0 and "event 0/7" in explorer._readout.value
+    explorer._slider.value = 1
+    assert explorer.event == 1 and "event 1/7" in explorer._readout.value
+    assert SegmentMap(POLICY_TRACE, event=7).event == 7  # an event asked for is where it opens
 
 
 def test_the_widget_slider_changes_the_picture_and_the_policy_switch_replays():

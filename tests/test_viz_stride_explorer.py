@@ -312,7 +312,27 @@ def test_widget_controls_change_the_view():
     assert "at least 2 dimensions" in explorer._text.value
     explorer._shape_box.value = "3, 2"
     assert explorer.error is None and explorer.info.shape == (2, 3) and explorer.element is None
-    assert not explorer._highlight.value and explorer._slider.disabled
+    assert not explorer._highlight.value and not explorer._slider.disabled
+
+
+def test_the_element_slider_highlights_without_the_checkbox():
+    explorer = StrideExplorer((2, 3, 4), "transpose")
+    explorer.widget
+    plain = explorer._picture.value
+    assert not explorer._highlight.value and not explorer._slider.disabled
+    explorer._slider.value = 5
+    assert explorer.element == 5 and explorer._highlight.value
+    assert explorer._picture.value != plain and "element 5: v[0, 1, 2]" in explorer._picture.value
+    explorer._slider.value = 6
+    assert explorer.element == 6 and "element 6: v[0, 2, 0]" in explorer._picture.value
+    explorer._highlight.value = False  # unticking clears the highlight, the slider stays where it is
+    assert explorer.element is None and explorer._picture.value == plain and explorer._slider.value == 6
+    explorer._highlight.value = True
+    assert explorer.element == 6
+    explorer._op_menu.value = "slice"  # a new view starts without a highlight; the slider still works at once
+    assert explorer.element is None and not explorer._slider.disabled
+    explorer._slider.value = 1
+    assert explorer.element == 1 and explorer._highlight.value
 
 
 def test_methods_update_the_widget():

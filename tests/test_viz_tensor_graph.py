@@ -189,6 +189,33 @@ def test_graphs_scale_down_to_the_output_width_at_their_natural_aspect_ratio():
         assert float(root.get("height")) == pytest.approx(figure.height)
 
 
+def chapter_04_layer():
+    """Chapter 04's one layer, relu(x @ W + b), and its loss, as the chapter builds them."""
+    mt.manual_seed(0)
+    x, W, b = mt.randn(4, 3), mt.randn(3, 2, requires_grad=True), mt.zeros(2, requires_grad=True)
+    h = (x @ W + b).relu()
+    loss = (h * h).sum()
+    return loss, {"x": x, "W": W, "b": b, "h": h, "loss": loss}
+
+
+def shown_text_px(figure: SVGFigure, output_width: float) -> float:
+    """The smallest font size of a box's text once ``figure`` is shrunk to ``output_width`` (never grown)."""
+    root = ET.fromstring(figure.svg)
+    sizes = [float(t.get("font-size", root.get("font-size"))) for t in root.iter(SVG + "text") if not t.text.startswith("×")]
+    return min(sizes) * min(1.0, output_width / figure.width)
+
+
+def test_chapter_04_stepper_text_is_at_least_11_px_in_a_900_px_output():
+    loss, names = chapter_04_layer()
+    stepper = TensorBackpropStepper(loss, names)
+    figures = [stepper.frame(k) for k in range(stepper.last_step + 1)]
+    figures += [stepper.static_figure([0, 2, stepper.last_step]), draw_tensor_graph(loss, names)]
+    for figure in figures:
+        assert shown_text_px(figure, 900) >= 11, figure
+    unwrapped = TensorBackpropStepper(loss, names, max_width=None).frame(0)
+    assert shown_text_px(unwrapped, 900) < 8  # what the chapter showed before the graph wrapped into rows
+
+
 def test_after_backward_it_needs_retain_graph():
     loss, names = layer()
     loss.backward()

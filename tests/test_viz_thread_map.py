@@ -62,3 +62,13 @@ def test_the_widget_shell_follows_set():
     explorer.widget
     explorer._n.value = 30
     assert explorer.n == 30 and "svg" in explorer._picture.value
+
+
+def test_slider_labels_are_as_wide_as_their_text():
+    pytest.importorskip("ipywidgets")
+    explorer = ThreadMap()
+    explorer.widget
+    sliders = (explorer._n, explorer._blocks, explorer._threads)
+    assert [s.description for s in sliders] == ["n elements", "blocks", "threads/block"]
+    for slider in sliders:  # "initial": the label takes its text's width instead of a fixed one that cuts it
+        assert slider.style.description_width == "initial", slider.description

@@ -144,3 +144,28 @@ def test_a_profile_of_ones_own_joins_the_widgets_list():
     assert picker._controls["gpu"].value is card and "fits" in picker._readout.value
     picker._controls["gpu"].value = "gtx1050"
     assert picker.gpu == "gtx1050" and "does NOT fit" in picker._readout.value
+
+
+@pytest.mark.parametrize("options", [
+    {"model": "mnist-cnn", "gpu": "gtx1050", "batch_size": 4096},  # chapter 08's
+    {"model": "mnist-mlp", "gpu": "rtx3060", "batch_size": 512, "width": 8},
+    {"model": "mnist-cnn", "gpu": "gtx1050", "batch_size": 32768},  # does not fit
+])
+def test_the_verdict_text_and_the_figure_write_the_same_amounts(options):
+    import re
+
+    explorer = WillItFit(**options)
+    labels = " | ".join(t.text or "" for t in ET.fromstring(explorer.figure().svg).iter("{http://www.w3.org/2000/svg}text"))
+    amounts = re.findall(r"-?[\d.]+(?:e[+-]?\d+)? [KMGTP]?i?B\b", explorer.verdict())
+    assert len(amounts) >= 4  # usable, allocated peak, reserved, margin
+    for amount in amounts:
+        assert amount in labels, f"{amount} (from the verdict) is not written in the figure: {labels}"
+
+
+def test_the_title_and_the_verdict_fit_in_the_figure():
+    from minigrad.viz.graph_svg import _text_width
+
+    figure = WillItFit(model="mnist-cnn", gpu="gtx1050", batch_size=4096).figure()
+    lines = [t for t in ET.fromstring(figure.svg).iter("{http://www.w3.org/2000/svg}text") if t.get("font-weight")]
+    assert len(lines) == 2  # the title and the verdict, bold at 12 px from x = 12
+    assert all(12 + _text_width(t.text) <= figure.width - 12 for t in lines), figure.width

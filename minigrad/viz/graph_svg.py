@@ -14,6 +14,10 @@ Invariants
   edge routed along a side is left empty, so a caption sits right below.
 - A node's position depends only on the sizes of all boxes, never on their
   colours; ``min_widths`` lets frames of one animation share those sizes.
+- A left-to-right figure is at most ``max_width`` wide (``FIT_WIDTH`` by
+  default) unless one layer alone is wider: its layers wrap into the fewest
+  rows, the longest as short as that allows, and an edge from one row to the next turns down past
+  the row's right end, runs left under it and enters the next row from the left.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from minigrad.viz.svg_png import display_bundle, svg_png
 
 __all__ = [
     "SVGFigure", "draw_graph", "draw_legend", "graph_nodes", "stack_figures", "value_box_width",
-    "format_number", "PALETTE",
+    "format_number", "PALETTE", "FIT_WIDTH",
 ]
 
 FONT_FAMILY = "DejaVu Sans Mono, Menlo, Consolas, monospace"
@@ -47,6 +51,12 @@ MARGIN = 12
 ARROW_LENGTH, ARROW_HALF_WIDTH = 7, 3.5
 EDGE_WIDTH = 1.3
 COUNT_SIZE = 10  # font size of the ×n mark on an edge
+FIT_WIDTH = 900
+"""Default ``max_width`` of a left-to-right graph: JupyterLab's output area in a 1,400 px window is about 968 px
+wide, so a figure this wide is shown unscaled there, its text at ``FONT_SIZE`` px."""
+ROW_GAP = LAYER_GAP  # between the rows of a wrapped graph: room for the edges that go on to the next row
+TURN = LAYER_GAP / 2  # beside a wrapped row: room for the edges turning down from it or into it
+TURN_SPACING, TURN_RADIUS = 6, 6  # between neighbouring turning edges; their corners' radius
 SWATCH_WIDTH, SWATCH_HEIGHT, SWATCH_GAP, LEGEND_GAP = 18, 12, 6, 18
 
 TEXT, TEXT_SOFT, EDGE = "#1f2937", "#4b5563", "#98a2b3"
@@ -201,6 +211,7 @@ def draw_graph(
     max_nodes: int = 400,
     caption: str | Sequence[str] | None = None,
     min_widths: Mapping[Any, float] | Iterable[tuple[Any, float]] | None = None,
+    max_width: float | None = FIT_WIDTH,
 ) -> SVGFigure:
     """Draw the graph that computed ``root``.
 
@@ -212,7 +223,8 @@ def draw_graph(
     (inputs left, output right) or ``"TB"`` (inputs top, output bottom).
     ``caption`` adds lines of text under the graph. ``min_widths`` maps values
     to the least width of their box: frames of an animation that pass the
-    widest box each value ever needs get identical geometry.
+    widest box each value ever needs get identical geometry. A left-to-right
+    graph wider than ``max_width`` wraps into rows (None: one row, however wide).
     """
     if rankdir not in ("LR", "TB"):
         raise ValueError(f"draw_graph: rankdir must be 'LR' or 'TB', got {rankdir!r}")
@@ -222,7 +234,8 @@ def draw_graph(
     widths = _by_node_id(min_widths, float)
     shapes = _make_shapes(nodes, describe or default_description, colours, op_colours, widths)
     layout = layered_layout(shapes, lambda shape: shape.children)
-    body, width, height = _render(shapes, layout, horizontal=rankdir == "LR")
+    horizontal = rankdir == "LR"
+    body, width, height = _render(shapes, layout, horizontal, max_width if horizontal else None)
 
     if caption is not None:
         lines = caption.splitlines() if isinstance(caption, str) else [str(c) for c in caption]
@@ -358,11 +371,12 @@ def draw_legend(entries: Sequence[tuple[Any, str]], max_width: float = 0) -> SVG
 # ------------------------------------------------------------------ geometry
 
 
-def _render(shapes: list[_Shape], layout, horizontal: bool) -> tuple[str, float, float]:
+def _render(shapes: list[_Shape], layout, horizontal: bool, max_width: float | None = None) -> tuple[str, float, float]:
     """SVG markup for edges, then ops, then values; returns (body, width, height).
 
     Geometry is computed along the flow (``a``) and across it (``c``), and
     turned into (x, y) only when written, so "LR" and "TB" share all the code.
+    A horizontal graph longer than ``max_width`` is handed to ``_wrap``.
     """
 
     def along_size(shape):
@@ -380,6 +394,7 @@ def _render(shapes: list[_Shape], layout, horizontal: bool) -> tuple[str, float,
         a += size + LAYER_GAP
     layer_end = [start + size for start, size in zip(layer_start, extent)]
     total_along = layer_end[-1] + MARGIN if extent else 2.0 * MARGIN
+    bands = _bands(extent, max_width - 2 * (MARGIN + TURN)) if max_width and total_along > max_width else []
 
     thickest = max(across_size(shape) for shape in shapes)
     pitch = thickest + SLOT_GAP
@@ -419,6 +434,9 @@ def _render(shapes: list[_Shape], layout, horizontal: bool) -> tuple[str, float,
             times = target.multiplicity.get(id(shapes[child]), 1)
             routes.append((points, tip, times))
 
+    if len(bands) > 1:
+        return _wrap(shapes, layout, routes, bands, layer_start, layer_end, centre, across_size)
+
     # What is drawn across the flow: boxes, edges (their curves stay between
     # their points) and the ×n marks. Rows kept free for an edge routed along
     # a side are trimmed away by shifting everything by ``shift``.
@@ -446,6 +464,121 @@ def _render(shapes: list[_Shape], layout, horizontal: bool) -> tuple[str, float,
     return "".join(edge_parts) + "".join(shape_parts), width, height
 
 
+def _bands(extent: list[float], room: float) -> list[list[int]]:
+    """Layers cut into the fewest runs of at most ``room`` (a wider layer alone), the longest as short as that allows."""
+
+    def cut(limit: float) -> list[list[int]]:
+        bands: list[list[int]] = []
+        length = 0.0
+        for layer, size in enumerate(extent):
+            if bands and length + LAYER_GAP + size <= limit:
+                bands[-1].append(layer)
+                length += LAYER_GAP + size
+            else:
+                bands.append([layer])
+                length = size
+        return bands
+
+    fewest = len(cut(room))
+    low, high = max(extent), max(room, max(extent))
+    for _ in range(40):  # bisect for the shortest limit that needs no more rows
+        middle = (low + high) / 2
+        low, high = (middle, high) if len(cut(middle)) > fewest else (low, middle)
+    return cut(high)
+
+
+def _wrap(shapes, layout, routes, bands, layer_start, layer_end, centre, across_size) -> tuple[str, float, float]:
+    """``_render`` for a horizontal graph cut into rows (``bands`` of layers): returns (body, width, height).
+
+    Row ``b`` is moved left by ``shift_a[b]`` and down to ``row_top[b]``; each
+    row keeps only the height of what it draws. An edge between neighbouring
+    rows turns at ``TURN`` past the right end of its row, runs along the gap
+    below it and turns in ``TURN`` before the next row's first layer.
+    """
+    band_of_layer = {layer: b for b, band in enumerate(bands) for layer in band}
+    band_start = [layer_start[band[0]] for band in bands]
+    shift_a = [start - (MARGIN + TURN) for start in band_start]
+
+    def band_of(a: float) -> int:
+        return max(b for b, start in enumerate(band_start) if b == 0 or a >= start - LAYER_GAP / 2)
+
+    low = [math.inf] * len(bands)
+    high = [-math.inf] * len(bands)
+
+    def reach(b: int, lo: float, hi: float) -> None:
+        low[b], high[b] = min(low[b], lo), max(high[b], hi)
+
+    for i, shape in enumerate(shapes):
+        c, half = centre(i)[1], across_size(shape) / 2
+        reach(band_of_layer[layout.layer_of[i]], c - half, c + half)
+    for points, tip, times in routes:
+        for a, c in points:
+            reach(band_of(a), c - EDGE_WIDTH / 2, c + EDGE_WIDTH / 2)
+        if times > 1:
+            reach(band_of(tip[0]), *_count_span(tip[1], times, True))
+    row_top = [float(MARGIN)]
+    for b in range(1, len(bands)):
+        row_top.append(row_top[-1] + math.ceil(high[b - 1]) - math.floor(low[b - 1]) + ROW_GAP)
+
+    def xy_in(b: int):
+        return lambda a, c: (a - shift_a[b], c - math.floor(low[b]) + row_top[b])
+
+    mapped = []  # every edge in (x, y), with the band of each point of its route
+    for points, tip, times in routes:
+        base = (tip[0] - ARROW_LENGTH, tip[1])
+        route_bands = [band_of(a) for a, _ in points] + [band_of(base[0])]
+        xy_points = [xy_in(b)(*p) for b, p in zip(route_bands, points)]
+        mapped.append((xy_points, xy_in(route_bands[-1])(*tip), times, route_bands))
+
+    turns: dict[int, list] = {}  # band -> the (edge, junction) pairs that leave it for the next row
+    for e, (xy_points, tip, _, route_bands) in enumerate(mapped):
+        for k in range(1, len(route_bands)):
+            if route_bands[k] != route_bands[k - 1]:
+                turns.setdefault(route_bands[k - 1], []).append((e, k))
+    ends = [layer_end[band[-1]] - shift_a[b] for b, band in enumerate(bands)]
+    loops: dict[int, dict[int, tuple[float, float, float]]] = {}
+    for b, leaving in turns.items():
+        spacing = min(TURN_SPACING, (TURN - 4) / max(1, len(leaving) - 1))
+        gap_middle = row_top[b] + math.ceil(high[b]) - math.floor(low[b]) + ROW_GAP / 2
+        for n, (e, k) in enumerate(sorted(leaving)):
+            gutter = gap_middle + (n - (len(leaving) - 1) / 2) * spacing
+            loops.setdefault(e, {})[k] = (ends[b] + TURN - n * spacing, gutter, MARGIN + n * spacing)
+
+    edge_parts = [
+        _edge(xy_points, tip, lambda a, c: (a, c), times, loops.get(e, {}))
+        for e, (xy_points, tip, times, _) in enumerate(mapped)
+    ]
+    shape_parts = []
+    for kind in ("op", "value"):
+        for i, shape in enumerate(shapes):
+            if shape.kind == kind:
+                x, y = xy_in(band_of_layer[layout.layer_of[i]])(*centre(i))
+                shape_parts.append(_op_node(shape, x, y) if kind == "op" else _value_box(shape, x, y))
+    width = max(end + (TURN if b in turns else 0) for b, end in enumerate(ends)) + MARGIN
+    height = row_top[-1] + math.ceil(high[-1]) - math.floor(low[-1]) + MARGIN
+    return "".join(edge_parts) + "".join(shape_parts), width, height
+
+
+def _rounded_path(corners: list[tuple[float, float]]) -> list[str]:
+    """Path commands along straight lines from ``corners[0]`` (already reached) to ``corners[-1]``, corners rounded."""
+    commands = []
+    for (x0, y0), (x1, y1), (x2, y2) in zip(corners, corners[1:], corners[2:]):
+        radius = min(TURN_RADIUS, math.dist((x0, y0), (x1, y1)) / 2, math.dist((x1, y1), (x2, y2)) / 2)
+        into = _toward((x1, y1), (x0, y0), radius)
+        out = _toward((x1, y1), (x2, y2), radius)
+        commands.append("L {} {}".format(*map(_num, into)))
+        commands.append("C " + " ".join(_num(v) for v in (x1, y1, x1, y1, *out)))
+    commands.append("L {} {}".format(*map(_num, corners[-1])))
+    return commands
+
+
+def _toward(start: tuple[float, float], end: tuple[float, float], distance: float) -> tuple[float, float]:
+    length = math.dist(start, end)
+    if not length:
+        return start
+    return (start[0] + (end[0] - start[0]) * distance / length, start[1] + (end[1] - start[1]) * distance / length)
+
+
 def _count_span(tip_across: float, times: int, horizontal: bool) -> tuple[float, float]:
     """Where the ``×n`` mark next to an arrow at ``tip_across`` lies across the flow (see ``_edge``)."""
     if horizontal:  # above the arrow, baseline 4 px above it
@@ -471,17 +604,23 @@ def _reach(half_along: float, half_across: float, radius: float, offset: float) 
     return half_along - radius + (radius * radius - into_corner * into_corner) ** 0.5
 
 
-def _edge(points, tip, xy, times: int) -> str:
+def _edge(points, tip, xy, times: int, loops: Mapping[int, tuple[float, float, float]] | None = None) -> str:
     """A smooth path through ``points`` to an arrowhead at ``tip``.
 
     Consecutive points are joined by S-curves leaving and arriving along the
     flow; pairs of points that cross a dummy's layer are joined straight.
+    ``loops[k] = (right, gutter, left)`` (points in (x, y), left to right)
+    joins points ``k - 1`` and ``k`` of a wrapped graph through those lines instead.
     """
     base = (tip[0] - ARROW_LENGTH, tip[1])
     route = points + [base]
     commands = ["M {} {}".format(*map(_num, xy(*route[0])))]
     for k in range(1, len(route)):
         (a0, c0), (a1, c1) = route[k - 1], route[k]
+        if loops and k in loops:
+            right, gutter, left = loops[k]
+            commands += _rounded_path([(a0, c0), (right, c0), (right, gutter), (left, gutter), (left, c1), (a1, c1)])
+            continue
         if k % 2 == 0 and k < len(route) - 1:  # inside a dummy's layer
             commands.append("L {} {}".format(*map(_num, xy(a1, c1))))
             continue

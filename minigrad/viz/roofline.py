@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
 from minigrad.viz.figure_display import show_figures_as_png
 
@@ -82,16 +83,30 @@ def _merged(kernels: dict[str, float], close: float = 1.25) -> list[tuple[list[s
     return groups
 
 
+# Where a marker's number may go, in points from the marker, tried in this order: close first, then farther out.
+NUMBER_OFFSETS = tuple(
+    (r * dx, r * dy)
+    for r in (5, 9, 14, 20, 28)
+    for dx, dy in ((1, -1), (-1, 1), (1, 1), (-1, -1), (0, -1.4), (0, 1.4), (1.4, 0), (-1.4, 0))
+)
+KEY_WRAP = (100, 80, 64, 52, 44, 36, 30)  # characters a key line may take, tried in turn until the key fits the axes
+
+
 def plot_roofline(kernels: dict[str, float], cards: Sequence[Card] = CARDS, ax=None,
                   title: str = "Roofline: attainable FP32 throughput",
                   xlabel: str = "arithmetic intensity (FLOPs per byte of global memory traffic)") -> Figure:
     """One roof per card (log-log) and a marker per kernel at its intensity (``{name: FLOPs per byte}``).
 
     Each marker carries a number (kernels of nearly the same intensity share
-    one), and a key in the empty upper-left corner names them with their
-    intensities: long names never collide with each other or with the
-    roofs. The legend, in the empty lower-right corner, writes each card as
+    one), and a key in the upper-left corner names them with their
+    intensities; the legend, in the lower-right corner, writes each card as
     the chapter's table does.
+
+    Invariant: the numbers, the key and the legend lie inside the axes and
+    overlap neither each other nor the markers, and the key sits above the
+    roofs. A number goes to the first place around its marker where that
+    holds (one clear of the roofs if there is one); where none does, markers
+    closer than that share a number.
     """
     show_figures_as_png()
     if ax is None:
@@ -103,27 +118,122 @@ def plot_roofline(kernels: dict[str, float], cards: Sequence[Card] = CARDS, ax=N
     high = max([100.0, *kernels.values()]) * 2
     intensities = np.geomspace(low, high, 200)
     colours = ["#8a94a3", "#e07b39", "#3b7dd8", "#3f9e5a", "#8a5cc7"]
+    roofs = []
     for card, colour in zip(cards, colours * 4):
         roof = [attainable_gflops(card, i) for i in intensities]
+        roofs.append(np.column_stack([intensities, roof]))
         ax.loglog(intensities, roof, color=colour, lw=1.8, label=card_label(card))
-    slowest = min(cards, key=lambda c: c.bandwidth_gbs) if cards else None
-    key = []
-    for number, (names, intensity) in enumerate(_merged(kernels), start=1):
-        ax.axvline(intensity, color="#4b5563", lw=0.8, ls=":")
-        key.append(f"{number}  {' / '.join(names)}: {intensity:.2g} FLOP/B")
-        if slowest is not None:  # the marker sits on the lowest roof, its number alternately below and above
-            y = attainable_gflops(slowest, intensity)
-            ax.plot([intensity], [y], "o", color="#1f2937", ms=5)
-            below = number % 2 == 1
-            ax.annotate(str(number), (intensity, y), fontsize=8, fontweight="bold", color="#1f2937",
-                        xytext=(4, -5 if below else 5), textcoords="offset points", va="top" if below else "bottom")
-    if key:  # the kernels' names in the corner above the roofs, with head room made for them
-        ax.set_ylim(top=30 * max(card.fp32_tflops * 1000 for card in cards) if cards else None)
-        ax.text(0.02, 0.97, "\n".join(key), transform=ax.transAxes, fontsize=8, va="top", ha="left",
-                color="#1f2937", bbox={"boxstyle": "round,pad=0.4", "fc": "white", "ec": "#d1d5db"})
     ax.set_xlabel(xlabel)
     ax.set_ylabel("attainable GFLOP/s")
     ax.set_title(title, fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")  # the other empty corner: under the flat roofs
+    ax.legend(fontsize=8, loc="lower right")  # the empty corner under the flat roofs
+    if kernels and cards:
+        _mark_kernels(ax, kernels, min(cards, key=lambda c: c.bandwidth_gbs), max(c.fp32_tflops for c in cards), roofs)
     return figure
+
+
+def _mark_kernels(ax, kernels: dict[str, float], slowest: Card, top_tflops: float, roofs: list) -> None:
+    """The kernels' markers on the lowest roof, their numbers, and the key that names them (see ``plot_roofline``)."""
+    renderer = ax.figure._get_renderer()
+    close = 1.25
+    while True:
+        ax.set_ylim(top=30 * top_tflops * 1000)  # head room above the roofs for the key
+        groups = _merged(kernels, close)
+        artists = []
+        for names, intensity in groups:
+            artists.append(ax.axvline(intensity, color="#4b5563", lw=0.8, ls=":"))
+            artists += ax.plot([intensity], [attainable_gflops(slowest, intensity)], "o", color="#1f2937", ms=5)
+        key = _draw_key(ax, kernels, groups, roofs, renderer)
+        if key is not None and _place_numbers(ax, groups, slowest, roofs, key, renderer) or len(groups) == 1:
+            return
+        for artist in artists + ([key] if key is not None else []):
+            artist.remove()
+        close *= 1.25
+
+
+def _span(kernels: dict[str, float], names: list[str]) -> str:
+    """The intensities of a group of kernels: ``0.17``, or ``0.2–0.32`` when they differ at two digits."""
+    low, high = f"{min(kernels[n] for n in names):.2g}", f"{max(kernels[n] for n in names):.2g}"
+    return low if low == high else f"{low}–{high}"
+
+
+def _draw_key(ax, kernels, groups, roofs, renderer):
+    """The key in the upper-left corner, its lines wrapped to fit the axes, the y axis raised so that it clears the roofs.
+
+    None (and no key drawn) when it cannot clear them: the key is too tall.
+    """
+    import textwrap
+
+    entries = [(f"{n}  ", f"{' / '.join(names)}: {_span(kernels, names)} FLOP/B") for n, (names, _) in enumerate(groups, 1)]
+    axes = ax.get_window_extent(renderer)
+    for width in KEY_WRAP:
+        lines = [textwrap.fill(text, width, initial_indent=lead, subsequent_indent=" " * len(lead)) for lead, text in entries]
+        key = ax.text(0.02, 0.97, "\n".join(lines), transform=ax.transAxes, fontsize=8, va="top", ha="left",
+                      color="#1f2937", bbox={"boxstyle": "round,pad=0.4", "fc": "white", "ec": "#d1d5db"})
+        if key.get_window_extent(renderer).x1 <= axes.x1 or width == KEY_WRAP[-1]:
+            break
+        key.remove()
+    for _ in range(4):  # raise the top of the y axis until the key's bottom is above every roof below it
+        box = key.get_window_extent(renderer)
+        right, bottom = ax.transData.inverted().transform((box.x1, box.y0))
+        wanted = 1.3 * max(float(np.interp(np.log(right), np.log(r[:, 0]), r[:, 1])) for r in roofs)  # roofs rise
+        if bottom >= wanted:
+            return key
+        fraction = ax.transAxes.inverted().transform((box.x1, box.y0))[1]  # of the axes' height, under the key
+        if fraction <= 0.25:
+            break
+        y_low, _ = ax.get_ylim()
+        ax.set_ylim(y_low, y_low * (wanted / y_low) ** (1 / fraction))
+    key.remove()
+    return None
+
+
+def _place_numbers(ax, groups, slowest: Card, roofs: list, key, renderer) -> bool:
+    """Each group's number beside its marker, clear of every other label and marker; False (none drawn) if one finds no place."""
+    figure = ax.figure
+    axes = ax.get_window_extent(renderer)
+    taken = [key.get_window_extent(renderer), ax.get_legend().get_window_extent(renderer)]
+    if taken[0].overlaps(taken[1]) or taken[0].y0 < axes.y0:
+        return False
+    centres = ax.transData.transform([(i, attainable_gflops(slowest, i)) for _, i in groups])
+    radius = 2.5 * figure.dpi / 72 + 1  # the marker's (5 points across), and a pixel
+    taken += [Bbox.from_extents(x - radius, y - radius, x + radius, y + radius) for x, y in centres]
+    numbers = []
+    for number, ((_, intensity), (x, y)) in enumerate(zip(groups, centres), start=1):
+        label = ax.annotate(str(number), (intensity, attainable_gflops(slowest, intensity)), fontsize=8,
+                            fontweight="bold", color="#1f2937", xytext=(0, 0), textcoords="offset points",
+                            ha="center", va="center")
+        fallback = None
+        for offset in NUMBER_OFFSETS:
+            label.set_position(offset)
+            box = label.get_window_extent(renderer)
+            inside = axes.x0 <= box.x0 and box.x1 <= axes.x1 and axes.y0 <= box.y0 and box.y1 <= axes.y1
+            if not inside or any(box.overlaps(other) for other in taken):
+                continue
+            if not _crosses(box, roofs, ax):
+                fallback = offset
+                break
+            fallback = fallback or offset
+        if fallback is None:
+            for made in numbers + [label]:
+                made.remove()
+            return False
+        label.set_position(fallback)
+        taken.append(label.get_window_extent(renderer))
+        numbers.append(label)
+    return True
+
+
+def _crosses(box, roofs, ax) -> bool:
+    """Whether a roof passes through ``box`` (display coordinates)."""
+    for roof in roofs:
+        xy = ax.transData.transform(roof)
+        inside = (xy[:, 0] >= box.x0) & (xy[:, 0] <= box.x1)
+        if inside.any():
+            ys = np.interp([box.x0, box.x1], xy[:, 0], xy[:, 1])
+            segment = np.concatenate([ys, xy[inside, 1]])
+            if segment.min() <= box.y1 and segment.max() >= box.y0:
+                return True
+    return False
+

@@ -15,7 +15,7 @@ the fragmentation ``1 - largest free block / free bytes``.
 and shows the state after event ``k`` under a policy: the block the event
 allocated or freed outlined, and under the map reserved, allocated and
 fragmentation over the whole replay (``draw_replay_timeline``) marked at
-``k``. Its widget has a slider (and a play button) over the events, a
+``k``. It opens at event 0, the first allocation, so a learner steps forward. Its widget has a slider (and a play button) over the events, a
 best-fit/first-fit switch that replays the same trace, and the figures of
 the moment in a line above the picture. Without ipywidgets (and in a
 notebook rendered without a kernel) its static figure shows.
@@ -284,7 +284,7 @@ class SegmentMap(WidgetFrame):
     """A replayed trace's allocator state after event ``event`` under ``policy``, with a slider and a policy switch.
 
     ``figure()``, ``state()`` and ``figures()`` work without ipywidgets; the
-    default event is the last one. Every policy replays the same trace (a
+    default event is 0, the start of the replay. Every policy replays the same trace (a
     trace that runs out of ``capacity`` raises ``AllocatorOutOfMemoryError``
     when its state is asked for).
     """
@@ -302,13 +302,13 @@ class SegmentMap(WidgetFrame):
             raise ValueError(f"SegmentMap: unknown policies {unknown}; choose from {sorted(POLICIES)}")
         self.policies, self.capacity, self.title = tuple(policies), capacity, title
         self.zoom_small_pool = bool(zoom_small_pool)
-        self.policy, self.event = policies[0], len(self.trace) - 1
+        self.policy, self.event = policies[0], 0
         self.full_width_bytes = self._largest_segment()
         self.categories = self._categories()
         self._descriptions = self._describe_events()
         self._state = lru_cache(maxsize=64)(self._replay_to)
         self._results: dict = {}
-        self.set(event=len(self.trace) - 1 if event is None else event, policy=policy)
+        self.set(event=0 if event is None else event, policy=policy)
 
     @classmethod
     def from_training_step(cls, model: str = "mnist-cnn", batch_size: int = 64, steps: int = 1, **options):

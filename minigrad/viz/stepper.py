@@ -12,6 +12,8 @@ Invariants
 - Every frame of one stepper has the same size and the same node positions:
   each box is as wide as its widest text over all steps.
 - Frames and static figures carry their colour legend inside the SVG.
+- A left-to-right graph wraps into rows at ``max_width`` (``FIT_WIDTH``:
+  shown unscaled, its text at 12 px, in JupyterLab at a 1,400 px window).
 
 The math is in plain functions (``trace_backprop``, ``explain_step``,
 ``step_colours``, ``step_description``); ``BackpropStepper`` is a thin shell
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minigrad.viz.graph_svg import (
-    VALUE_STYLE, SVGFigure, draw_graph, draw_legend, format_number, graph_nodes, stack_figures, value_box_width,
+    FIT_WIDTH, VALUE_STYLE, SVGFigure, draw_graph, draw_legend, format_number, graph_nodes, stack_figures, value_box_width,
 )
 from minigrad.viz.widget_display import widget_picture
 from minigrad.viz.widget_frame import WidgetFrame
@@ -222,9 +224,10 @@ class BackpropStepper(WidgetFrame):
     builds the ipywidgets VBox on first use. The graph is never modified.
     """
 
-    def __init__(self, root: Any, *, rankdir: str = "LR", max_nodes: int = 400):
+    def __init__(self, root: Any, *, rankdir: str = "LR", max_nodes: int = 400, max_width: float | None = FIT_WIDTH):
         self.trace = trace_backprop(root, max_nodes=max_nodes)
         self.rankdir = rankdir
+        self.max_width = max_width
         self.max_nodes = max_nodes
         self.current_step = 0
         self._frames: dict[int, SVGFigure] = {}
@@ -266,6 +269,7 @@ class BackpropStepper(WidgetFrame):
             max_nodes=self.max_nodes,
             caption=caption,
             min_widths=self._box_widths,
+            max_width=self.max_width,
         )
 
     def step(self, k: int) -> None:

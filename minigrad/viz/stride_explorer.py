@@ -610,8 +610,10 @@ class StrideExplorer(WidgetFrame):
     ``StrideExplorer(shape=(2, 3, 4), op="transpose", **params)`` (``params`` as
     listed in ``VIEW_OPS``). ``figure()`` and ``table()`` work without
     ipywidgets; ``.widget`` builds the controls on first use: a shape box, an
-    op menu and an element slider that highlights one element and the cell it
-    reads. A rendered notebook without a kernel shows the static figure.
+    op menu, an element slider and a *highlight element* checkbox. Moving the
+    slider always highlights the element it points at (and ticks the box);
+    unticking the box clears the highlight, ticking it highlights the slider's
+    element. A rendered notebook without a kernel shows the static figure.
     """
 
     def __init__(self, shape: Sequence[int] = (2, 3, 4), op: str = "transpose", **params: Any):
@@ -667,8 +669,8 @@ class StrideExplorer(WidgetFrame):
         self._text = widgets.HTML()
         self._shape_box.observe(self._on_view_change, names="value")
         self._op_menu.observe(self._on_view_change, names="value")
-        self._slider.observe(self._on_element_change, names="value")
-        self._highlight.observe(self._on_element_change, names="value")
+        self._slider.observe(self._on_slider_change, names="value")
+        self._highlight.observe(self._on_highlight_change, names="value")
         return [[self._shape_box, self._op_menu, self._highlight, self._slider], self._picture, self._text]
 
     def _sync_controls(self) -> None:
@@ -676,9 +678,9 @@ class StrideExplorer(WidgetFrame):
             self._shape_box.value = ", ".join(map(str, self.shape))
             self._op_menu.value = self.op
             self._slider.max = max(0, self.info.numel - 1)
-            self._slider.value = self.element or 0
+            if self.element is not None:  # with no highlight the slider stays put, ready to highlight again
+                self._slider.value = self.element
             self._highlight.value = self.element is not None
-            self._slider.disabled = self.element is None
 
     def _on_view_change(self, change) -> None:
         if self._syncing:
@@ -689,10 +691,13 @@ class StrideExplorer(WidgetFrame):
             self.error = str(err)
             self._show_view()
 
-    def _on_element_change(self, change) -> None:
-        if self._syncing:
-            return
-        self.select(self._slider.value if self._highlight.value else None)
+    def _on_slider_change(self, change) -> None:
+        if not self._syncing:
+            self.select(self._slider.value)
+
+    def _on_highlight_change(self, change) -> None:
+        if not self._syncing:
+            self.select(self._slider.value if self._highlight.value else None)
 
     def _refresh(self) -> None:
         self._sync_controls()

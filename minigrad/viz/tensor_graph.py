@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from minigrad.viz.graph_svg import SVGFigure, draw_graph, format_number, graph_nodes, value_box_width
+from minigrad.viz.graph_svg import FIT_WIDTH, SVGFigure, draw_graph, format_number, graph_nodes, value_box_width
 from minigrad.viz.stepper import ACTIVE, BackpropStepper, _check_step, active_node, step_colours
 
 __all__ = [
@@ -203,12 +203,14 @@ def draw_tensor_graph(
     max_nodes: int = 200,
     caption: str | list[str] | None = None,
     highlight=None,
+    max_width: float | None = FIT_WIDTH,
 ) -> SVGFigure:
     """Draw the autograd graph of ``root`` (a Tensor or a grad_fn node): one box per tensor, one pill per op.
 
     Leaves that require grad are the shaded boxes; inputs that need no
     gradient are not part of the graph (as in PyTorch) and are not drawn.
     ``highlight`` maps tensors (or their grad_fn nodes) to colour names.
+    A left-to-right graph wider than ``max_width`` wraps into rows (None: never).
     """
     top = tensor_graph(root, names, max_nodes=max_nodes)
     colours = None
@@ -222,6 +224,7 @@ def draw_tensor_graph(
                 colours.append((by_fn[id(fn)], colour))
     return draw_graph(
         top, describe=describe_tensor_node, highlight=colours, rankdir=rankdir, max_nodes=max_nodes, caption=caption,
+        max_width=max_width,
     )
 
 
@@ -415,9 +418,13 @@ class TensorBackpropStepper(BackpropStepper):
     ipywidgets; the graph and every ``.grad`` are left untouched.
     """
 
-    def __init__(self, root: Any, names=None, *, gradient=None, rankdir: str = "LR", max_nodes: int = 200):
+    def __init__(
+        self, root: Any, names=None, *, gradient=None, rankdir: str = "LR", max_nodes: int = 200,
+        max_width: float | None = FIT_WIDTH,
+    ):
         self.trace = trace_tensor_backprop(root, names=names, gradient=gradient, max_nodes=max_nodes)
         self.rankdir = rankdir
+        self.max_width = max_width
         self.max_nodes = max_nodes
         self.current_step = 0
         self._frames: dict[int, SVGFigure] = {}
@@ -437,4 +444,5 @@ class TensorBackpropStepper(BackpropStepper):
             max_nodes=self.max_nodes,
             caption=caption,
             min_widths=self._box_widths,
+            max_width=self.max_width,
         )

@@ -35,6 +35,8 @@ CELL_W, CELL_H, GAP = 30, 22, 3
 LEFT, TOP, MARGIN = 66, 40, 10
 BLOCK_COLOURS = ("blue", "green", "orange", "purple", "yellow")
 IDLE_STYLE = ("#f6f7f9", "#b8c1cc")
+SLIDER_STYLE = {"description_width": "initial"}
+"""Each slider's label as wide as its text: ipywidgets' fixed default width cut "threads/block" short."""
 MISSED_STYLE = PALETTE["red"]
 
 
@@ -189,9 +191,10 @@ class ThreadMap(WidgetFrame):
         return draw_thread_map(self.n, self.blocks, self.threads, self.grid_stride)
 
     def _rows(self, widgets) -> list:
-        self._n = widgets.IntSlider(value=self.n, min=1, max=96, description="n elements")
-        self._blocks = widgets.IntSlider(value=self.blocks, min=1, max=4, description="blocks")
-        self._threads = widgets.IntSlider(value=self.threads, min=1, max=16, description="threads/block")
+        self._n = widgets.IntSlider(value=self.n, min=1, max=96, description="n elements", style=SLIDER_STYLE)
+        self._blocks = widgets.IntSlider(value=self.blocks, min=1, max=4, description="blocks", style=SLIDER_STYLE)
+        self._threads = widgets.IntSlider(value=self.threads, min=1, max=16, description="threads/block",
+                                          style=SLIDER_STYLE)
         self._stride = widgets.Checkbox(value=self.grid_stride, description="grid-stride loop", indent=False)
         self._message = widgets.HTML()
         for control in (self._n, self._blocks, self._threads, self._stride):

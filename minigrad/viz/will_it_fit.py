@@ -18,6 +18,8 @@ checkpointing yet (chapter 10 will plug it into ``estimate(checkpoint=...)``).
 
 Invariants
 - The figure is a pure function of its arguments: the same state draws byte-identical SVG.
+- The figure is wide enough for its title and verdict lines.
+- Amounts are written by ``format_bytes``, in the figure as in ``verdict()``: the same bytes read the same.
 - The verdict is the card's (``Estimate.fits``): the step's allocations replayed through its caching
   allocator, in reserved bytes; the bar shows the allocated peak by category, then what the allocator
   holds beyond it (rounding to 512 B, 2/20 MiB segments, unsplit blocks) up to the reserved peak.
@@ -46,13 +48,10 @@ GiB, MiB = 1024**3, 1024**2
 
 
 def _bytes(n: float) -> str:
-    if n >= GiB:
-        return f"{n / GiB:.2f} GiB"
-    if n >= MiB:
-        return f"{n / MiB:.1f} MiB"
-    if n >= 1024:
-        return f"{n / 1024:.1f} KiB"
-    return f"{int(n)} B"
+    """``minigrad.memory``'s ``format_bytes``: the figure writes every amount as the verdict's text does."""
+    from minigrad.memory.estimate import format_bytes  # viz imports no stage at module level
+
+    return format_bytes(n)
 
 
 def build_model(name: str, width: int = 1):
@@ -176,7 +175,8 @@ def draw_will_it_fit(peak_by_category: dict, gpu, title: str = "", max_batch: in
         body.append(_element("rect", {"fill": fill, "height": 10, "width": 14, "x": x, "y": legend_y - 9}))
         body.append(_text(label, x + 18, legend_y, size=10))
         x += 18 + _text_width(label) * 10 / 12 + 14
-    width, height = LEFT + BAR_WIDTH + RIGHT, legend_y + 12
+    lines = [*(title.splitlines() if title else []), verdict]
+    width, height = max(LEFT + BAR_WIDTH + RIGHT, 24 + max(map(_text_width, lines))), legend_y + 12
     background = _element("rect", {"fill": "#ffffff", "height": height, "width": width, "x": 0, "y": 0})
     return SVGFigure(background + "".join(body), width, height)
 
