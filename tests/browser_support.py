@@ -43,7 +43,7 @@ def browser_or_skip() -> str:
     for name in BROWSERS:
         if path := shutil.which(name):
             return path
-    pytest.skip("no Chromium or Chrome binary on PATH")
+    pytest.skip("no Chromium or Chrome binary on PATH (Debian or Ubuntu: apt-get install chromium)")
 
 
 def free_port() -> int:
