@@ -15,18 +15,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_support import KERNEL_IDLE, browser_or_skip, free_port, lab_environment, stop, wait_for_server
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 FIGURE_TEXTS = ("SVGFigure(", "VBox(", "<Figure size")
 
 # Every output area of the notebook: is it an image that loaded, what text does it show, how far do its
@@ -42,10 +39,6 @@ READ_OUTPUTS = """() => [...document.querySelectorAll('.jp-OutputArea-output')].
             }),
             scroll_boxes: [...o.querySelectorAll('.widget-html-content > div')].map(d => ({height: d.getBoundingClientRect().height}))};
 })"""
-KERNEL_IDLE = """() => {
-    const session = window.jupyterapp?.shell?.currentWidget?.sessionContext?.session;
-    return session?.kernel?.status === 'idle' && session.kernel.connectionStatus === 'connected';
-}"""
 FIRST_ERROR = "document.querySelector('[data-mime-type=\"application/vnd.jupyter.error\"]')"
 ALL_CELLS_RAN = f"""() => {{
     const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(p => p.innerText);
@@ -72,22 +65,6 @@ names = {"x": x, "W": W, "b": b, "h": h, "loss": loss}""",
 ]
 
 
-def _browser() -> str:
-    pytest.importorskip("playwright.sync_api", reason="the browser check needs playwright (pip install playwright)")
-    if not (Path(sys.executable).parent / "jupyter-lab").exists():
-        pytest.skip("JupyterLab is not installed here (pip install -e '.[lab]')")
-    for name in BROWSERS:
-        if path := shutil.which(name):
-            return path
-    pytest.skip("no Chromium or Chrome binary on PATH")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _expected_figures(path: Path) -> int:
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     return sum("image/png" in o.get("data", {}) for c in cells for o in c.get("outputs", []))
@@ -95,25 +72,17 @@ def _expected_figures(path: Path) -> int:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    browser = _browser()
+    browser = browser_or_skip()
     served = tmp_path_factory.mktemp("chapters")
     for path in CHAPTERS:  # a copy: nothing the server does can touch the committed notebooks
         shutil.copy(path, served / path.name)
-    settings = tmp_path_factory.mktemp("lab-settings")
-    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
-    tracker.parent.mkdir(parents=True)
-    tracker.write_text(json.dumps({"windowingMode": "none"}))  # render every cell, not only the visible ones
-    news = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    news.parent.mkdir(parents=True)
-    news.write_text(json.dumps({"fetchNews": "false"}))  # no pop-up over the figures
     home = tmp_path_factory.mktemp("home")  # no notebook signatures: every chapter opens untrusted
-    env = dict(os.environ, HOME=str(home), JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTER_DATA_DIR=str(home / "data"),
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"))
+    env = lab_environment(home)
     cells = [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None} for c in PROBE_CELLS]
-    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    kernel = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     (served / PROBE).write_text(json.dumps({"cells": cells, "metadata": {"kernelspec": kernel}, "nbformat": 4,
                                             "nbformat_minor": 5}), encoding="utf-8")
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [str(Path(sys.executable).parent / "jupyter"), "lab", "--allow-root", "--no-browser", f"--port={port}",
          "--ip=127.0.0.1", "--IdentityProvider.token=", "--ServerApp.password=", "--ServerApp.port_retries=0",
@@ -122,18 +91,10 @@ def lab(tmp_path_factory):
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(url + "/api/status", timeout=2)
-                break
-            except OSError:
-                time.sleep(1)
-        else:
-            pytest.fail("JupyterLab did not start")
+        wait_for_server(server, url)
         yield url, browser
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stop(server)
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)

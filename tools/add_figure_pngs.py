@@ -7,7 +7,8 @@ An SVG output (a figure, or a widget's static fallback) without an
 ``image/png`` gets the PNG that displaying it would now produce
 (``minigrad.viz.svg_png``): the same bytes a re-execution gives, with no other
 output touched. JupyterLab shows only the PNG while a notebook is untrusted.
-Re-executing a notebook (tools/execute_notebooks.py) gives the same result.
+Re-executing a notebook (tools/execute_notebooks.py) gives the same result; like
+it, this writes the notebook in JupyterLab's form (see there).
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import nbformat
+from execute_notebooks import KernelFacts, kernel_facts, write
 
 from minigrad.viz.svg_png import png_bundle
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
 
 
-def add_pngs(path: Path) -> int:
+def add_pngs(path: Path, facts: KernelFacts) -> int:
     """Add the missing PNGs to ``path`` in place; returns how many were added."""
     notebook = nbformat.read(path, as_version=4)
     added = 0
@@ -41,14 +43,15 @@ def add_pngs(path: Path) -> int:
             output.setdefault("metadata", {}).update(metadata)
             added += 1
     if added:
-        nbformat.write(notebook, path)
+        write(notebook, path, facts)
     return added
 
 
 def main(argv: list[str]) -> int:
     paths = [Path(p) for p in argv] or sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb"))
+    facts = kernel_facts()
     for path in paths:
-        print(f"{path.name}: {add_pngs(path)} PNGs added", flush=True)
+        print(f"{path.name}: {add_pngs(path, facts)} PNGs added", flush=True)
     return 0
 
 
