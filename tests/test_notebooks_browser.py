@@ -46,7 +46,7 @@ ALL_CELLS_RAN = f"""() => {{
 }}"""  # every cell ran, or one failed (run-all stops there)
 READ_ERROR = f"() => {FIRST_ERROR}?.innerText ?? null"
 PROBE = "figures_fit.ipynb"
-# Chapter 04's graph, stepper widget and static steps (1,267-1,540 px wide); a scalar stepper's static steps
+# Chapter 04's graph, stepper widget and static steps (wrapped into rows of at most 900 px); a scalar stepper's static steps
 # (chapter 01, 1,245 px tall); a top-to-bottom stepper whose widget frame is taller than the window.
 PROBE_CELLS = [
     """import minigrad.tensor as mt
@@ -121,6 +121,39 @@ def test_chapter_opened_untrusted_shows_its_figures(lab, path):
     assert not shown_as_text, f"{path.name}: figures shown as text: {shown_as_text}"
     assert sum(o["image"] for o in outputs) >= _expected_figures(path), f"{path.name}: some figures did not load"
     assert not _past_the_right_edge(outputs), f"{path.name}: figures wider than the output: {_past_the_right_edge(outputs)}"
+
+
+# Chapter 04's backprop stepper pictures (the widget's static figure and the static steps): each one's width
+# as shown, and as drawn (the PNG is rendered at PNG_ZOOM times the figure's size).
+READ_STEPPER_PICTURES = """() => [...document.querySelectorAll('.jp-CodeCell')]
+    .filter(c => /TensorBackpropStepper\\(loss|stepper\\.static_figure\\(/.test(c.querySelector('.jp-InputArea').innerText))
+    .map(c => c.querySelector('.jp-OutputArea-output img'))
+    .filter(img => img !== null && img.complete && img.naturalWidth > 0)
+    .map(img => ({shown: img.getBoundingClientRect().width, drawn: img.naturalWidth / %d}))"""
+
+
+def test_chapter_04_stepper_node_text_is_readable_at_1400_px(lab):
+    """On a projector at 1,400 px, the stepper's node text is at least 11 px high (it was 7.5 px)."""
+    from playwright.sync_api import sync_playwright
+
+    from minigrad.viz.graph_svg import FONT_SIZE
+    from minigrad.viz.svg_png import PNG_ZOOM
+
+    url, executable = lab
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{url}/lab/tree/04_tensor_autograd.ipynb?reset", timeout=120_000)
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+            read = READ_STEPPER_PICTURES % PNG_ZOOM
+            page.wait_for_function(f"() => ({read})().length >= 2", timeout=60_000)
+            pictures = page.evaluate(read)
+        finally:
+            browser.close()
+    text_px = [FONT_SIZE * p["shown"] / p["drawn"] for p in pictures]
+    assert len(pictures) == 2, f"expected the stepper widget's figure and its static steps, got {pictures}"
+    assert min(text_px) >= 11, f"chapter 04's stepper node text is {min(text_px):.1f} px at 1,400 px: {pictures}"
 
 
 def _past_the_right_edge(outputs) -> list[dict]:
