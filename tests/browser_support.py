@@ -37,9 +37,9 @@ OPEN_DOCUMENT = """async (path) => {
 
 def browser_or_skip() -> str:
     """The Chromium binary to drive, or a skip saying what to install."""
-    pytest.importorskip("playwright.sync_api", reason="the browser check needs playwright (pip install playwright)")
+    pytest.importorskip("playwright.sync_api", reason="Playwright is not installed here")
     if not (Path(sys.executable).parent / "jupyter-lab").exists():
-        pytest.skip("JupyterLab is not installed here (pip install -e '.[lab]')")
+        pytest.skip("JupyterLab is not installed here")
     for name in BROWSERS:
         if path := shutil.which(name):
             return path

@@ -106,3 +106,22 @@ def cupy():
     except Exception as error:  # no driver, or a driver too old for this CUDA
         pytest.skip(f"{no_gpu_reason(error)} (the kernel simulator needs none)")
     return cupy
+
+
+BROWSER_TEST_FILES = ("test_notebooks_browser.py", "test_learner_path_browser.py")
+_browser_skips: dict[str, int] = {}  # reason -> how many browser tests it skipped
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and report.nodeid.split("::")[0].endswith(BROWSER_TEST_FILES):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        _browser_skips[reason] = _browser_skips.get(reason, 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line, not one per test: why the browser tests did not run and what enables them."""
+    for reason, count in _browser_skips.items():
+        terminalreporter.write_line(
+            f"skipped {count} browser tests: {reason}; they need the browser extra "
+            f"(pip install -e \".[browser]\") and a Chromium binary", yellow=True)
