@@ -119,11 +119,16 @@ def solution_text(ch: Part) -> str:
     return _header(ch, "solutions") + "".join(line for i, line in enumerate(lines) if i not in marker_lines)
 
 
-def stub_text(ch: Part) -> str:
+def stub_text(ch: Part, solved: tuple[str, ...] = ()) -> str:
+    """The exercise file: every region a stub, except those of the exercises in ``solved`` (kept as solved)."""
     lines = ch.source.read_text().splitlines(keepends=True)
     out, cursor = [], 0
     for r in find_regions(lines, str(ch.source)):
         out += lines[cursor : r.begin]
+        if r.exercise in solved:
+            out += lines[r.begin + 1 : r.end]
+            cursor = r.end + 1
+            continue
         message = f"Exercise {r.exercise}: {r.hint}"
         out.append(f"{r.indent}# TODO Exercise {r.exercise}\n")
         out.append(f"{r.indent}raise NotImplementedError({message!r})\n")
