@@ -309,27 +309,25 @@ def grade_exercise(part: Part, exercise: Exercise, file: Path, timeout: float, m
     if status == "failed" and stubbed == len(checks):
         line = not_started_line(part, exercise, file, messages)
         return ExerciseResult(exercise, 0.0, "not started", f"not started: {line}", 0, len(checks), seed, line)
-    if status != "passed" and output.strip():
-        messages.append("your code printed:\n" + _tail(output, 8))
+    notes = []
     if failed_required:
         score = 0.0
         status = "failed"
-        messages.insert(0, f"{', '.join(failed_required)} must pass for this exercise to score")
-    summary = None
-    if status != "passed":
-        messages.append(replay_line(exercise, seed))
-        summary = _summary(messages)
-    return ExerciseResult(exercise, score, status, "\n".join(messages), passed, len(checks), seed, summary)
+        notes.append(f"{', '.join(failed_required)} must pass for this exercise to score")
+    if status == "passed":
+        return ExerciseResult(exercise, score, status, "", passed, len(checks), seed)
+    printed = ["your code printed:\n" + _tail(output, 8)] if output.strip() else []
+    replay = replay_line(exercise, seed)
+    text = "\n".join([*notes, *messages, *printed, replay])
+    return ExerciseResult(exercise, score, status, text, passed, len(checks), seed, _summary(notes, messages, replay))
 
 
-def _summary(messages: list[str], first_lines: int = 8) -> str:
+def _summary(notes: list[str], failures: list[str], replay: str, first_lines: int = 8) -> str:
     """The table's view of a failing exercise: the first failure in full, the others by name, the replay line."""
-    failures = [m for m in messages[:-1] if m.startswith("test_")]
-    others = [m for m in messages[:-1] if not m.startswith("test_")]
-    lines = [*others[:1], *(failures[0].splitlines()[:first_lines] if failures else [])]
+    lines = [*notes, *(failures[0].splitlines()[:first_lines] if failures else [])]
     if len(failures) > 1:
         lines.append(f"also failing: {', '.join(f.split(':', 1)[0] for f in failures[1:])}")
-    return "\n".join([*lines, messages[-1]])
+    return "\n".join([*lines, replay])
 
 
 def grade_part(
