@@ -39,7 +39,7 @@ def grade(
 ) -> list[PartResult]:
     """Grade chapter ``which`` ("01", 1 or "all"); print the table unless ``show`` is False.
 
-    ``seed`` replays a run: every check's random inputs are derived from it (a failing check prints it).
+    ``seed`` replays a run: every check's random inputs are derived from it (a failing exercise prints the replay command).
     """
     which = "all" if str(which) == "all" else str(which)
     files = resolve_files(which, file, folder, reference)

@@ -129,11 +129,16 @@ def solution_text(ch: Part) -> str:
     return _header(ch, "solutions") + "".join(line for i, line in enumerate(lines) if i not in marker_lines)
 
 
-def _carved_stub(ch: Part) -> str:
+def _carved_stub(ch: Part, solved: tuple[str, ...] = ()) -> str:
+    """The code of the exercise file: every region a stub, except those of the exercises in ``solved`` (kept solved)."""
     lines = ch.source.read_text().splitlines(keepends=True)
     out, cursor = [], 0
     for r in find_regions(lines, str(ch.source)):
         out += lines[cursor : r.begin]
+        if r.exercise in solved:
+            out += lines[r.begin + 1 : r.end]
+            cursor = r.end + 1
+            continue
         message = f"Exercise {r.exercise}: {r.hint}"
         out.append(f"{r.indent}# TODO Exercise {r.exercise}\n")
         out.append(f"{r.indent}raise NotImplementedError({message!r})\n")
@@ -142,9 +147,9 @@ def _carved_stub(ch: Part) -> str:
     return "".join(out)
 
 
-def stub_text(ch: Part) -> str:
-    """The pristine stub committed under exercises/."""
-    return _header(ch, "exercises") + _carved_stub(ch)
+def stub_text(ch: Part, solved: tuple[str, ...] = ()) -> str:
+    """The pristine stub committed under exercises/ (with ``solved``: those exercises' regions kept solved)."""
+    return _header(ch, "exercises") + _carved_stub(ch, solved)
 
 
 def workspace_stub_text(ch: Part) -> str:

@@ -102,6 +102,25 @@ class Learner:
         """``[qualname(*args) for args in arg_lists]`` in one round trip."""
         return self._ask("call_each", (qualname, [list(a) for a in arg_lists]))
 
+    def defined_at(self, qualname: str) -> str:
+        """``FILE:LINE`` of the learner's ``def`` of ``qualname`` (``"Value.backward"``), read from the source, never run."""
+        import ast
+        from pathlib import Path
+
+        name = Path(str(self.path)).name
+        try:
+            body = ast.parse(self.source).body
+        except (SyntaxError, ValueError):
+            return name
+        node = None
+        for part in qualname.split("."):
+            node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                         and n.name == part), None)
+            if node is None:
+                return name
+            body = node.body
+        return f"{name}:{node.lineno}"
+
     def probe(self, name: str, *args, depth: bool = False):
         """Run the check module's probe ``name``; with ``depth=True`` returns ``(answer, max_stack_depth)``."""
         return self._ask(name, list(args), depth=depth)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from minigrad.grading.runner import PartResult
 
-_STATUS = {"passed": "ok", "partial": "partial", "failed": "FAILED", "timeout": "TIMEOUT", "crashed": "CRASHED"}
+_STATUS = {"passed": "ok", "partial": "partial", "failed": "FAILED", "not started": "not started", "timeout": "TIMEOUT",
+           "crashed": "CRASHED"}
 
 
 def _points(x: float) -> str:
@@ -15,7 +16,12 @@ def _points(x: float) -> str:
 
 
 def table(results: list[PartResult], details: bool = True) -> str:
-    """A fixed-width table: one row per exercise, a total per chapter and overall."""
+    """A fixed-width table: one row per exercise, a total per chapter and overall.
+
+    With ``details``, a failing exercise's row is followed by its summary: one
+    line for an untouched stub, else the first failure, the other failing
+    checks by name and the command that replays the run.
+    """
     rows = []
     width = max((len(r.exercise.title) for c in results for r in c.exercises), default=20)
     for c in results:
@@ -23,8 +29,9 @@ def table(results: list[PartResult], details: bool = True) -> str:
         for r in c.exercises:
             e = r.exercise
             rows.append(f"  {e.id:<5} {e.title:<{width}}  {_points(r.score):>5} / {_points(e.points):<4} {_STATUS[r.status]}")
-            if details and r.status != "passed" and r.output:
-                rows += [f"        {line}" for line in r.output.splitlines()[:6]]
+            text = r.output if r.summary is None else r.summary
+            if details and r.status != "passed" and text:
+                rows += [f"        {line}" for line in text.splitlines()[:12]]
         rows.append(f"  {'total':<5} {'':<{width}}  {_points(c.score):>5} / {_points(c.max_score)}")
         rows.append("")
     if len(results) > 1:

@@ -21,6 +21,7 @@ import importlib
 import json
 import os
 import random
+import re
 import secrets
 import sys
 import tempfile
@@ -44,11 +45,12 @@ MIN_MEMORY_MB = 512  # the child imports NumPy and the library before it runs an
 class ExerciseResult:
     exercise: Exercise
     score: float
-    status: str  # "passed", "partial", "failed", "timeout" or "crashed"
-    output: str
+    status: str  # "passed", "partial", "failed", "not started", "timeout" or "crashed"
+    output: str  # every failure in full, then how to replay the run (Gradescope's output)
     checks_passed: int = 0
     checks_total: int = 0
     seed: int | None = None
+    summary: str | None = None  # the few lines the table shows (None: the start of ``output``)
 
     @property
     def max_score(self) -> float:
@@ -100,6 +102,11 @@ class _Channel:
         self.budget = deadline - time.monotonic()  # seconds of waiting for the child left (the checks' own time is free)
         self.session = 0
         self.broken: Exception | None = None
+        self.errors: list[LearnerError] = []  # what the learner's code raised during the current session
+
+    def next_session(self) -> None:
+        self.session += 1
+        self.errors = []
 
     def _read(self) -> dict:
         start = time.monotonic()
@@ -144,7 +151,8 @@ class _Channel:
             if type(error) is not str or not (where is None or type(where) is str) or not all(type(m) is str for m in mro):
                 self.broken = ProtocolError("a malformed error answer")
                 raise self.broken
-            raise LearnerError(error, where, tuple(mro))
+            self.errors.append(LearnerError(error, where, tuple(mro)))
+            raise self.errors[-1]
         if set(frame) != ({"id", "ok", "depth"} if depth else {"id", "ok"}):
             self.broken = ProtocolError("a malformed answer")
             raise self.broken
@@ -195,16 +203,44 @@ def _child_config(part: Part, file: Path, requests: int, answers: int, nonce: st
     }
 
 
-def _failure(check, err: BaseException, seed: int) -> str:
-    if isinstance(err, (ChildGone, ProtocolError, LoadError)):
-        return f"{check.__name__}: {err}"
-    if isinstance(err, AssertionError):
+def _failure(check, err: BaseException) -> str:
+    """One failing check: its name and what went wrong (continuation lines indented)."""
+    if isinstance(err, (ChildGone, ProtocolError, LoadError, AssertionError, LearnerError)):
         message = str(err) or "assertion failed"
-    elif isinstance(err, LearnerError):
-        message = str(err)
     else:
         message = f"{type(err).__name__}: {err}"
-    return f"{check.__name__}: {message[-2000:]} [seed {seed}]"
+    if len(message) > 2000:
+        message = message[:2000] + " ..."
+    return f"{check.__name__}: " + "\n    ".join(message.strip().splitlines())
+
+
+def _hit_stub(exercise_id: str, err: BaseException, raised: list[LearnerError]) -> bool:
+    """Did this check fail on the learner's untouched stub of exercise ``exercise_id``?"""
+    mark = re.compile(rf"NotImplementedError\b[^\n]{{0,80}}?Exercise {re.escape(exercise_id)}:")  # also as the simulator words it
+    return any(mark.search(text) for text in [str(err), *(e.message for e in raised if e.is_a("NotImplementedError"))])
+
+
+def _shown(file: Path) -> str:
+    """``file`` as the learner would type it: relative to the current folder when it is inside it."""
+    try:
+        return str(file.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(file)
+
+
+def not_started_line(part: Part, exercise: Exercise, file: Path, failures: list[str]) -> str:
+    """The one line for an untouched exercise: the file to open (at the first stub hit) and the hint, once."""
+    from minigrad.grading.carve import find_regions
+
+    regions = [r for r in find_regions(part.source.read_text().splitlines()) if r.exercise == exercise.id]
+    hint = next((r.hint for r in regions if any(r.hint in f for f in failures)), regions[0].hint if regions else "")
+    line = next((m.group(1) for f in failures for m in [re.search(rf"\(({re.escape(file.name)}:\d+)\)", f)] if m), None)
+    where = f"{_shown(file).removesuffix(file.name)}{line}" if line else _shown(file)
+    return f"open {where} (hint: {hint})"
+
+
+def replay_line(exercise: Exercise, seed: int) -> str:
+    return f"replay: minigrad grade {exercise.id} --seed {seed}"
 
 
 def grade_exercise(part: Part, exercise: Exercise, file: Path, timeout: float, memory_mb: int, seed: int | None = None) -> ExerciseResult:
@@ -220,6 +256,7 @@ def grade_exercise(part: Part, exercise: Exercise, file: Path, timeout: float, m
     messages: list[str] = []
     failed_required: list[str] = []
     passed = 0
+    stubbed = 0  # checks that failed on this exercise's untouched stub
     timed_out = False
     with tempfile.TemporaryDirectory(prefix="minigrad-grade-") as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MINIGRAD_RESULTS", "PYTEST_", "PYTHONBREAKPOINT"))}
@@ -240,7 +277,7 @@ def grade_exercise(part: Part, exercise: Exercise, file: Path, timeout: float, m
                 pass
             learner = Learner(channel.ask, source, file)
             for check in checks:
-                channel.session += 1
+                channel.next_session()
                 try:
                     if load_error is not None:
                         raise load_error
@@ -249,7 +286,8 @@ def grade_exercise(part: Part, exercise: Exercise, file: Path, timeout: float, m
                     check(learner, random.Random(check_seed(seed, check.__name__)))
                     passed += 1
                 except Exception as err:  # any failure of a check costs that check
-                    messages.append(_failure(check, err, seed))
+                    messages.append(_failure(check, err))
+                    stubbed += _hit_stub(exercise.id, err, channel.errors)
                     if getattr(check, "_required", False):
                         failed_required.append(check.__name__)
             channel.bye()
@@ -267,14 +305,29 @@ def grade_exercise(part: Part, exercise: Exercise, file: Path, timeout: float, m
         status = "passed"
     else:
         status = "partial" if passed else "failed"
-    if status != "passed" and output.strip():
-        messages.append("your code printed:\n" + _tail(output, 8))
     score = round(exercise.points * passed / len(checks), 2)
+    if status == "failed" and stubbed == len(checks):
+        line = not_started_line(part, exercise, file, messages)
+        return ExerciseResult(exercise, 0.0, "not started", f"not started: {line}", 0, len(checks), seed, line)
+    notes = []
     if failed_required:
         score = 0.0
         status = "failed"
-        messages.insert(0, f"{', '.join(failed_required)} must pass for this exercise to score")
-    return ExerciseResult(exercise, score, status, "\n".join(messages), passed, len(checks), seed)
+        notes.append(f"{', '.join(failed_required)} must pass for this exercise to score")
+    if status == "passed":
+        return ExerciseResult(exercise, score, status, "", passed, len(checks), seed)
+    printed = ["your code printed:\n" + _tail(output, 8)] if output.strip() else []
+    replay = replay_line(exercise, seed)
+    text = "\n".join([*notes, *messages, *printed, replay])
+    return ExerciseResult(exercise, score, status, text, passed, len(checks), seed, _summary(notes, messages, replay))
+
+
+def _summary(notes: list[str], failures: list[str], replay: str, first_lines: int = 8) -> str:
+    """The table's view of a failing exercise: the first failure in full, the others by name, the replay line."""
+    lines = [*notes, *(failures[0].splitlines()[:first_lines] if failures else [])]
+    if len(failures) > 1:
+        lines.append(f"also failing: {', '.join(f.split(':', 1)[0] for f in failures[1:])}")
+    return "\n".join([*lines, replay])
 
 
 def grade_part(

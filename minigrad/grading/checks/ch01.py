@@ -15,7 +15,8 @@ import math
 
 import numpy as np
 
-from minigrad.grading.checks._graph_order import assert_order, number_graph, order_answer
+from minigrad.grading.checks._graph_order import assert_order, children_first, number_graph, order_answer
+from minigrad.grading.checks._smallest import first_failure, smallest_first
 from minigrad.grading.probing import exercise, probe, sequence
 from minigrad.grading.recursion import require_iterative
 
@@ -64,18 +65,7 @@ def build(submission, state, name, xs, constants):
     }
 
 
-def _order(children: list[list[int]]) -> list[int]:
-    """A topological order (children first) of a graph given as child-index lists; node 0 is the root."""
-    order, done, stack = [], set(), [(0, False)]
-    while stack:
-        i, expanded = stack.pop()
-        if expanded:
-            order.append(i)
-        elif i not in done:
-            done.add(i)
-            stack.append((i, True))
-            stack.extend((c, False) for c in children[i] if c not in done)
-    return order
+_order = children_first  # a topological order (children first) of a graph given as child-index lists; 0 is the root
 
 
 def chain_rule(graph) -> list[float]:
@@ -187,6 +177,33 @@ def test_tanh_saturates_without_overflow(learner, rng):
 
 # ------------------------------------------------------------ 1.2 topological
 
+# The smallest graphs first: one node, a chain, a node used twice by one op, a diamond.
+SMALL_RECIPES = [
+    [("leaf", 0.5)],
+    [("leaf", 0.5), ("sigmoid", 0)],
+    [("leaf", 0.5), ("add", 0, 0)],
+    [("leaf", 0.5), ("leaf", -0.25), ("add", 0, 1)],
+    [("leaf", 0.5), ("sigmoid", 0), ("add", 1, 0)],
+    [("leaf", 0.5), ("sigmoid", 0), ("sigmoid", 1)],
+    [("leaf", 0.5), ("leaf", -0.25), ("add", 0, 1), ("add", 2, 0)],
+    [("leaf", 0.5), ("sigmoid", 0), ("sigmoid", 0), ("add", 1, 2)],
+]
+
+
+def describe_graph(root) -> str:
+    """``a graph of 3 nodes: n0 = n1 + n2, n1 = sigmoid(n2), n2 = Value(0.5)``, numbered as the probes number it."""
+    nodes, children = _graph_of(root)
+    parts = []
+    for i, (node, kids) in enumerate(zip(nodes, children)):
+        if not kids:
+            parts.append(f"n{i} = Value({node.data:.3g})")
+        elif node._op in ("+", "-", "*", "/") and len(kids) == 2:
+            parts.append(f"n{i} = n{kids[0]} {node._op} n{kids[1]}")
+        else:
+            parts.append(f"n{i} = {node._op}({', '.join(f'n{k}' for k in kids)})")
+    return f"a graph of {len(nodes)} nodes: {', '.join(parts)}"
+
+
 def _recipe(rng, n_leaves=4, n_ops=30):
     """A random DAG built only from +, sigmoid and relu (not exercises), with reuse, as a list of steps."""
     steps = [("leaf", rng.uniform(-1, 1)) for _ in range(n_leaves)]
@@ -252,10 +269,16 @@ def assert_topological(answer, expected_children, what=""):
 def test_topological_order_properties(learner, rng):
     from minigrad.scalar.engine import Value
 
-    for _ in range(20):
-        steps = _recipe(rng)
+    drawn = [_recipe(rng, rng.randint(1, 3), n_ops) for n_ops in range(1, 6) for _ in range(3)]
+    drawn += [_recipe(rng) for _ in range(20)]
+    recipes = smallest_first(SMALL_RECIPES + drawn, lambda steps: len(_graph_of(_build_recipe(Value, steps))[0]))
+    where = learner.defined_at("topological_order")
+
+    def attempt(steps):
         answer = learner.probe("order_of_recipe", steps)
-        assert_topological(answer, _graph_of(_build_recipe(Value, steps))[1])
+        assert_topological(answer, _graph_of(_build_recipe(Value, steps))[1], f"your topological_order ({where}): ")
+
+    first_failure(recipes, attempt, lambda steps: describe_graph(_build_recipe(Value, steps)))
 
 
 @exercise("1.2")

@@ -15,6 +15,7 @@ import itertools
 
 import numpy as np
 
+from minigrad.grading.checks._smallest import first_failure, smallest_first
 from minigrad.grading.probing import exercise, must_raise, probe
 
 DTYPES = (np.float32, np.float64, np.float16, np.int64, np.int8)
@@ -50,6 +51,32 @@ def random_view(rng, allow_negative: bool = True):
     return base, view
 
 
+def small_views(allow_negative: bool = True) -> list:
+    """(base, view) pairs of at most 2 x 3 elements: contiguous, transposed, stepped, offset, broadcast, reversed."""
+    base = np.arange(6.0)
+    grid = base.reshape(2, 3)
+    views = [base[:1], base[:3], base[::2], grid, grid.T, grid[:, ::2], grid[:, 1:], grid[1],
+             np.broadcast_to(base[:3], (2, 3)), base[:2].reshape(2, 1)]
+    if allow_negative:
+        views += [base[::-1][:3], grid[::-1]]
+    return [(base, v) for v in views]
+
+
+def views(rng, count: int, allow_negative: bool = True) -> list:
+    """The small views, then ``count`` random ones, smallest first."""
+    drawn = [random_view(rng, allow_negative) for _ in range(count)]
+    return smallest_first(small_views(allow_negative) + drawn, lambda case: case[1].size)
+
+
+def describe_view(case) -> str:
+    """``a view of shape (2, 3), strides (1, 2), offset 0 of storage [0 1 2 3 4 5]``, and what it reads."""
+    base, view = case
+    storage = np.array2string(base.astype(np.int64) if np.all(base == np.round(base)) else base, threshold=24)
+    reads = np.array2string(np.asarray(view).astype(base.dtype), threshold=24).replace("\n", "")
+    return (f"a view of shape {view.shape}, strides {element_strides(view)}, offset {storage_offset(view, base)} "
+            f"of storage {storage}, which reads {reads}")
+
+
 def all_indices(shape):
     return itertools.product(*(range(n) for n in shape))
 
@@ -64,10 +91,18 @@ def _as_tuple_of_ints(value, what: str) -> tuple[int, ...]:
 
 # ------------------------------------------------------- 3.1 strides_for_shape and index_to_position
 
+SMALL_SHAPES = [(1,), (3,), (2, 3), (3, 2), (2, 1, 3), (1, 2, 3)]
+
+
+def shapes(rng, count: int, *args) -> list:
+    """The small shapes, then ``count`` random ones (``random_shape(rng, *args)``), fewest elements first."""
+    drawn = [random_shape(rng, *args) for _ in range(count)]
+    return smallest_first(SMALL_SHAPES + drawn, lambda shape: (int(np.prod(shape)), len(shape)))
+
+
 @exercise("3.1")
 def test_strides_for_shape_matches_numpy(learner, rng):
-    for _ in range(60):
-        shape = random_shape(rng, 1, 6, 7)
+    for shape in shapes(rng, 60, 1, 6, 7):
         dtype = rng.choice(DTYPES)
         expected = element_strides(np.empty(shape, dtype))
         got = _as_tuple_of_ints(learner.strides_for_shape(shape), f"strides_for_shape({shape})")
@@ -95,8 +130,7 @@ def test_strides_for_shape_edge_cases(learner, rng):
 
 @exercise("3.1")
 def test_index_to_position_contiguous_matches_ravel_multi_index(learner, rng):
-    for _ in range(40):
-        shape = random_shape(rng, 1, 5, 6)
+    for shape in shapes(rng, 40, 1, 5, 6):
         strides = element_strides(np.empty(shape))
         index = tuple(rng.randrange(n) for n in shape)
         got = learner.index_to_position(index, strides)
@@ -106,16 +140,18 @@ def test_index_to_position_contiguous_matches_ravel_multi_index(learner, rng):
 
 @exercise("3.1")
 def test_index_to_position_reads_numpy_views(learner, rng):
-    for _ in range(25):
-        base, view = random_view(rng)
-        strides, offset = element_strides(view), storage_offset(view, base)
-        indices = list(all_indices(view.shape))
-        positions = learner.call_each("index_to_position", [(index, strides, offset) for index in indices])
-        for index, position in zip(indices, positions):
-            assert base[position] == view[index], (
-                f"view of shape {view.shape}, strides {strides}, offset {offset}: index {index} gave position "
-                f"{position}, which holds {base[position]}, but the view's element is {view[index]}"
-            )
+    first_failure(views(rng, 25), lambda case: _reads_view(learner, *case), describe_view)
+
+
+def _reads_view(learner, base, view):
+    strides, offset = element_strides(view), storage_offset(view, base)
+    indices = list(all_indices(view.shape))
+    positions = learner.call_each("index_to_position", [(index, strides, offset) for index in indices])
+    for index, position in zip(indices, positions):
+        assert base[position] == view[index], (
+            f"view of shape {view.shape}, strides {strides}, offset {offset}: index {index} gave position "
+            f"{position}, which holds {base[position]}, but the view's element is {view[index]}"
+        )
 
 
 @exercise("3.1")
@@ -158,10 +194,14 @@ def _broadcastable(rng, count: int):
     return shapes
 
 
+def _largest(shapes) -> tuple:
+    return max((int(np.prod(s)) for s in shapes), default=1), sum(map(len, shapes))
+
+
 @exercise("3.2")
 def test_broadcast_shapes_matches_numpy(learner, rng):
-    for _ in range(80):
-        shapes = _broadcastable(rng, rng.randint(1, 4))
+    cases = [[(3,), (2, 1)], [(2, 3), (3,)], [(1, 3), (2, 1)], [(2, 1), (1,)]]
+    for shapes in smallest_first(cases + [_broadcastable(rng, rng.randint(1, 4)) for _ in range(80)], _largest):
         expected = tuple(np.broadcast_shapes(*shapes))
         got = _as_tuple_of_ints(learner.broadcast_shapes(*shapes), f"broadcast_shapes{tuple(shapes)}")
         assert got == expected, f"broadcast_shapes{tuple(shapes)} gave {got}, NumPy gives {expected}"
@@ -169,8 +209,7 @@ def test_broadcast_shapes_matches_numpy(learner, rng):
 
 @exercise("3.2")
 def test_broadcast_shapes_rejects_mismatches(learner, rng):
-    for _ in range(40):
-        shapes = _broadcastable(rng, rng.randint(2, 3))
+    for shapes in smallest_first([_broadcastable(rng, rng.randint(2, 3)) for _ in range(40)], _largest):
         ndim = max(len(s) for s in shapes)
         if ndim == 0:
             continue
@@ -214,21 +253,23 @@ def test_broadcast_shapes_edge_cases(learner, rng):
 
 @exercise("3.3")
 def test_permute_strides_matches_numpy_transpose(learner, rng):
-    for _ in range(40):
-        base, view = random_view(rng)
-        dims = tuple(rng.sample(range(view.ndim), view.ndim))
-        shape, strides = view.shape, element_strides(view)
-        expected = np.transpose(view, dims)
-        result = learner.permute_strides(shape, strides, dims)
-        got_shape = _as_tuple_of_ints(result[0], "the shape permute_strides returns")
-        got_strides = _as_tuple_of_ints(result[1], "the strides permute_strides returns")
-        assert (got_shape, got_strides) == (expected.shape, element_strides(expected)), (
-            f"permute_strides({shape}, {strides}, {dims}) gave ({got_shape}, {got_strides}); "
-            f"np.transpose gives ({expected.shape}, {element_strides(expected)})"
-        )
-        for index in all_indices(got_shape):  # the permuted view reads the right elements
-            position = storage_offset(view, base) + sum(i * s for i, s in zip(index, got_strides))
-            assert base[position] == expected[index]
+    cases = [(base, view, tuple(rng.sample(range(view.ndim), view.ndim))) for base, view in views(rng, 40)]
+    first_failure(cases, lambda case: _permutes(learner, *case), lambda case: f"{describe_view(case[:2])}, dims {case[2]}")
+
+
+def _permutes(learner, base, view, dims):
+    shape, strides = view.shape, element_strides(view)
+    expected = np.transpose(view, dims)
+    result = learner.permute_strides(shape, strides, dims)
+    got_shape = _as_tuple_of_ints(result[0], "the shape permute_strides returns")
+    got_strides = _as_tuple_of_ints(result[1], "the strides permute_strides returns")
+    assert (got_shape, got_strides) == (expected.shape, element_strides(expected)), (
+        f"permute_strides({shape}, {strides}, {dims}) gave ({got_shape}, {got_strides}); "
+        f"np.transpose gives ({expected.shape}, {element_strides(expected)})"
+    )
+    for index in all_indices(got_shape):  # the permuted view reads the right elements
+        position = storage_offset(view, base) + sum(i * s for i, s in zip(index, got_strides))
+        assert base[position] == expected[index]
 
 
 @exercise("3.3")
@@ -285,24 +326,29 @@ def _grown(rng, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 @exercise("3.3")
 def test_expand_strides_read_what_numpy_broadcast_to_reads(learner, rng):
-    for _ in range(30):
-        base, view = random_view(rng)
-        view = view[tuple(slice(0, 1) if rng.random() < 0.4 else slice(None) for _ in view.shape)]
-        shape, strides, offset = view.shape, element_strides(view), storage_offset(view, base)
-        new_shape = _grown(rng, shape)
-        expected = np.broadcast_to(view, new_shape)
-        got = _as_tuple_of_ints(learner.expand_strides(shape, strides, new_shape),
-                                f"expand_strides({shape}, {strides}, {new_shape})")
-        assert len(got) == len(new_shape), (
-            f"expand_strides({shape}, {strides}, {new_shape}) gave {len(got)} strides for {len(new_shape)} dimensions"
+    small = [(base, view[tuple(slice(0, 1) if i == 0 else slice(None) for i in range(view.ndim))]) for base, view in small_views()]
+    drawn = [random_view(rng) for _ in range(30)]
+    drawn = [(b, v[tuple(slice(0, 1) if rng.random() < 0.4 else slice(None) for _ in v.shape)]) for b, v in drawn]
+    cases = smallest_first([(b, v, _grown(rng, v.shape)) for b, v in small + drawn], lambda case: np.prod(case[2]))
+    first_failure(cases, lambda case: _expands(learner, *case),
+                  lambda case: f"{describe_view(case[:2])}, expanded to shape {case[2]}")
+
+
+def _expands(learner, base, view, new_shape):
+    shape, strides, offset = view.shape, element_strides(view), storage_offset(view, base)
+    expected = np.broadcast_to(view, new_shape)
+    got = _as_tuple_of_ints(learner.expand_strides(shape, strides, new_shape),
+                            f"expand_strides({shape}, {strides}, {new_shape})")
+    assert len(got) == len(new_shape), (
+        f"expand_strides({shape}, {strides}, {new_shape}) gave {len(got)} strides for {len(new_shape)} dimensions"
+    )
+    for index in all_indices(new_shape):
+        position = offset + sum(i * s for i, s in zip(index, got))
+        assert 0 <= position < base.size and base[position] == expected[index], (
+            f"expand_strides({shape}, {strides}, {new_shape}) gave {got}: at index {index} they read "
+            f"storage position {position}, but the expanded view's element there is the one at position "
+            f"{int(np.flatnonzero(base == expected[index])[0])} (storage offset {offset})"
         )
-        for index in all_indices(new_shape):
-            position = offset + sum(i * s for i, s in zip(index, got))
-            assert 0 <= position < base.size and base[position] == expected[index], (
-                f"expand_strides({shape}, {strides}, {new_shape}) gave {got}: at index {index} they read "
-                f"storage position {position}, but the expanded view's element there is the one at position "
-                f"{int(np.flatnonzero(base == expected[index])[0])} (storage offset {offset})"
-            )
 
 
 @exercise("3.3")
@@ -415,16 +461,15 @@ def _check_view_strides(base, view, new_shape, got) -> None:
 @exercise("3.4")
 def test_view_strides_agree_with_numpy_on_random_views(learner, rng):
     cases = []
-    for _ in range(40):
-        base, view = random_view(rng)
+    for base, view in views(rng, 40):
         shapes = [_factorization(rng, view.size), (view.size,), view.shape + (1,)]
         if view.ndim >= 2:  # merge two neighbouring dimensions, or split the last one
             d = rng.randrange(view.ndim - 1)
             shapes.append(view.shape[:d] + (view.shape[d] * view.shape[d + 1],) + view.shape[d + 2:])
         cases.extend((base, view, tuple(s)) for s in shapes)
     answers = learner.probe("view_strides_each", [(v.shape, element_strides(v), s) for _, v, s in cases])
-    for (base, view, new_shape), got in zip(cases, answers):
-        _check_view_strides(base, view, new_shape, got)
+    first_failure(list(zip(cases, answers)), lambda pair: _check_view_strides(*pair[0], pair[1]),
+                  lambda pair: f"{describe_view(pair[0][:2])}, viewed as shape {pair[0][2]}")
 
 
 @exercise("3.4")
@@ -515,19 +560,34 @@ def _check_strided_map(learner, rng, base, view, out_shape, fn_name) -> None:
 
 @exercise("3.5")
 def test_strided_map_copies_views_into_any_layout(learner, rng):
-    for _ in range(12):
-        base, view = random_view(rng)
-        base += rng.randint(1, 9)  # in place, so the view sees it: values that are not their positions
-        _check_strided_map(learner, rng, base, view, view.shape, rng.choice(sorted(MAPS)))
+    cases = []
+    for base, view in views(rng, 12):
+        base, view = _shifted(base, view, rng.randint(1, 9))  # values that are not their positions
+        cases.append((base, view, view.shape, rng.choice(sorted(MAPS))))
+    first_failure(cases, lambda case: _check_strided_map(learner, rng, *case), _describe_map)
+
+
+def _shifted(base, view, by):
+    """(base + by, the same view of it)."""
+    shifted = base + by
+    return shifted, np.lib.stride_tricks.as_strided(
+        shifted[storage_offset(view, base):], view.shape, view.strides) if view.size else shifted[:0].reshape(view.shape)
+
+
+def _describe_map(case) -> str:
+    base, view, out_shape, fn_name = case
+    return f"{describe_view((base, view))}, written to shape {out_shape} with fn {fn_name}"
 
 
 @exercise("3.5")
 def test_strided_map_broadcasts_the_source(learner, rng):
-    for _ in range(12):
-        base, view = random_view(rng, allow_negative=False)
-        base += rng.randint(1, 9)
+    cases = []
+    for base, view in views(rng, 12, allow_negative=False):
+        base, view = _shifted(base, view, rng.randint(1, 9))
         view = view[tuple(slice(0, 1) if rng.random() < 0.4 else slice(None) for _ in view.shape)]
-        _check_strided_map(learner, rng, base, view, _grown(rng, view.shape), rng.choice(sorted(MAPS)))
+        cases.append((base, view, _grown(rng, view.shape), rng.choice(sorted(MAPS))))
+    cases = smallest_first(cases, lambda case: np.prod(case[2]))
+    first_failure(cases, lambda case: _check_strided_map(learner, rng, *case), _describe_map)
 
 
 @exercise("3.5")

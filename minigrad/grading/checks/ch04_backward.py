@@ -2,8 +2,8 @@
 
 In the sandboxed child the learner's file *is* ``minigrad.tensor.autograd``, so
 every ``loss.backward()`` there runs the learner's driver. The probes build
-graphs from a seed chosen here (random DAGs with reuse, constants and
-numbers; chains 20,000 ops deep; a small network) and send back ``.grad``
+graphs chosen here (DAGs with reuse, constants and numbers, drawn as recipes
+and tried smallest first; chains 20,000 ops deep; a small network) and send back ``.grad``
 values and what happened; the same graphs are built here with the library's
 reference, and the gradients compared (and for the network, checked against
 central finite differences).
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.grading.checks._smallest import first_failure, smallest_first
 from minigrad.grading.checks._tensors import analytic, gradcheck_here, reference_outputs
 from minigrad.grading.probing import exercise, probe
 
@@ -28,28 +29,58 @@ def _array(t):
 # ---------------------------------------------------------------- graphs (built the same way in the child and here)
 
 
-def _random_graph(seed: int, n_leaves: int = 4, n_ops: int = 30):
-    """(loss, leaves, constant, intermediates): a random DAG of tensor ops with reuse and a constant."""
+def _recipe(gen, n_leaves: int = 4, n_ops: int = 30) -> list:
+    """A random DAG of tensor ops with reuse and a constant, as steps: ``("tanh", i)``, ``("add", i, j)``, ...
+
+    Node ``i`` is the ``i``-th leaf for ``i < n_leaves``, else the result of step ``i - n_leaves``.
+    """
+    steps = []
+    for _ in range(n_ops):
+        a, b = int(gen.integers(n_leaves + len(steps))), int(gen.integers(n_leaves + len(steps)))
+        roll = gen.random()
+        steps.append(("tanh", a) if roll < 0.2 else ("shift", a) if roll < 0.35 else ("mul", a, b) if roll < 0.5 else ("add", a, b))
+    return [n_leaves, steps]
+
+
+# The smallest graphs first: a leaf used twice by one op, two leaves, a leaf used by two ops.
+SMALL_RECIPES = [[1, []], [2, []], [1, [("tanh", 0)]], [2, [("add", 0, 1)]], [1, [("shift", 0)]]]
+
+
+def _random_graph(recipe, values):
+    """(loss, leaves, constant, intermediates) for ``recipe``; ``values``: one array per leaf, then the constant's."""
     import minigrad.tensor as mt
 
-    gen = np.random.default_rng(seed)
-    leaves = [mt.tensor(gen.standard_normal(3), requires_grad=True) for _ in range(n_leaves)]
-    constant = mt.tensor(gen.standard_normal(3))  # needs no gradient
+    n_leaves, steps = recipe
+    leaves = [mt.tensor(v, requires_grad=True) for v in values[:n_leaves]]
+    constant = mt.tensor(values[n_leaves])  # needs no gradient
     nodes = list(leaves)
-    for _ in range(n_ops):
-        a = nodes[int(gen.integers(len(nodes)))]
-        b = nodes[int(gen.integers(len(nodes)))]
-        roll = gen.random()
-        if roll < 0.2:
-            nodes.append(a.tanh())
-        elif roll < 0.35:
-            nodes.append(a * 0.5 + constant)
-        elif roll < 0.5:
-            nodes.append(a * b)
-        else:
-            nodes.append(a + b)
-    loss = (nodes[-1] * nodes[-2]).sum()
+    for op, *args in steps:
+        a, b = nodes[args[0]], nodes[args[-1]]
+        nodes.append(a.tanh() if op == "tanh" else a * 0.5 + constant if op == "shift" else a * b if op == "mul" else a + b)
+    loss = (nodes[-1] * nodes[-2 if len(nodes) > 1 else -1]).sum()
     return loss, leaves, constant, nodes[n_leaves:]
+
+
+def _describe_recipe(recipe) -> str:
+    """``a graph of 4 nodes: x0, x1 leaves; loss = (x1 * x0).sum()``: the tensors the loss depends on, counted."""
+    n_leaves, steps = recipe
+    names = [f"x{i}" for i in range(n_leaves)] + [f"t{i + n_leaves}" for i in range(len(steps))]
+    text = {"tanh": "{a}.tanh()", "shift": "{a} * 0.5 + c", "mul": "{a} * {b}", "add": "{a} + {b}"}
+    last = [len(names) - 1, len(names) - 2 if len(names) > 1 else len(names) - 1]
+    used, todo = set(), list(last)
+    while todo:
+        i = todo.pop()
+        if i not in used:
+            used.add(i)
+            todo += [] if i < n_leaves else list(steps[i - n_leaves][1:])
+    lines = [f"{names[i]} = {text[steps[i - n_leaves][0]].format(a=names[steps[i - n_leaves][1]], b=names[steps[i - n_leaves][-1]])}"
+             for i in sorted(used) if i >= n_leaves]
+    shifts = any(steps[i - n_leaves][0] == "shift" for i in used if i >= n_leaves)
+    count = len(used) + sum(1 for i in used if i >= n_leaves and steps[i - n_leaves][0] == "shift") + shifts + 2
+    leaves = [names[i] for i in sorted(used) if i < n_leaves]
+    constant = "; c a constant (no grad)" if shifts else ""
+    return (f"a graph of {count} nodes: {'leaf' if len(leaves) == 1 else 'leaves'} {', '.join(leaves)} of shape (3,){constant}; "
+            + "".join(f"{line}; " for line in lines) + f"loss = ({names[last[0]]} * {names[last[1]]}).sum()")
 
 
 def _reused(values):
@@ -88,8 +119,8 @@ def _leaf_grads(leaves):
 
 
 @probe
-def random_graph(submission, state, seed):
-    loss, leaves, constant, intermediates = _random_graph(seed)
+def random_graph(submission, state, recipe, values):
+    loss, leaves, constant, intermediates = _random_graph(recipe, values)
     loss.backward()
     return {
         "leaves": _leaf_grads(leaves),
@@ -105,12 +136,28 @@ def reused(submission, state, values):
     return _array(x.grad)
 
 
+def _square(values):
+    import minigrad.tensor as mt
+
+    x = mt.tensor(values, requires_grad=True)
+    return (x * x).sum(), x
+
+
+FIRST_GRAPHS = {  # name -> (build, description), smallest first
+    "square": (_square, "a graph of 3 nodes: loss = (x * x).sum()"),
+    "reused": (_reused, "a graph of 10 nodes: h = x.tanh(); loss = (x * x).sum() + (h + h * x).sum() + x.sum()"),
+}
+SECOND_GRAPH = "then a second graph of 4 nodes on the same leaf: (x * c).sum() with a constant c"
+SAVING_GRAPH = "a graph of 4 nodes that saves tensors for backward: loss = (w.exp() * w).sum()"
+RETAINED_GRAPH = "a graph of 5 nodes: h = x.tanh(); h.retain_grad(); g = h * 3.0; loss = (g * h).sum()"
+
+
 @probe
-def accumulate(submission, state, first, second):
+def accumulate(submission, state, first, second, graph="reused"):
     """Two backward calls through two graphs on the same leaf: .grad after each."""
     import minigrad.tensor as mt
 
-    loss, x = _reused(first)
+    loss, x = FIRST_GRAPHS[graph][0](first)
     loss.backward()
     after_one = _array(x.grad)
     (x * mt.tensor(second)).sum().backward()  # the same leaf in a second graph: d/dx = second
@@ -194,23 +241,30 @@ def _reference(build, *args):
 @exercise("4.5")
 def test_random_graphs(learner, rng):
     gen = _np(rng)
-    for _ in range(6):
-        seed = int(gen.integers(2**31))
-        got = learner.probe("random_graph", seed)
-        loss, leaves, _, _ = _random_graph(seed)
-        loss.backward()
-        what = f"a random graph of 30 ops (seed {seed})"
-        assert isinstance(got["leaves"], list) and len(got["leaves"]) == len(leaves), f"{what}: one .grad per leaf"
-        for i, (mine, leaf) in enumerate(zip(got["leaves"], leaves)):
-            if leaf.grad is None:
-                assert mine is None, f"{what}: leaf {i} is not used by the loss, yet it got a .grad"
-            else:
-                _close(mine, leaf.grad.numpy(), f"{what}: leaf {i}")
-        assert got["constant"] is True, f"{what}: a tensor that does not require grad got a .grad"
-        assert got["intermediates"] == 0, (
-            f"{what}: {got['intermediates']} intermediate (non-leaf) tensors kept a .grad; only leaves "
-            f"and tensors that called retain_grad() keep one"
-        )
+    drawn = [_recipe(gen, int(gen.integers(1, 4)), n_ops) for n_ops in range(1, 5) for _ in range(2)]
+    drawn += [_recipe(gen) for _ in range(6)]
+    cases = smallest_first([(r, [gen.standard_normal(3) for _ in range(r[0] + 1)]) for r in SMALL_RECIPES + drawn],
+                           lambda case: int(_describe_recipe(case[0]).split()[3]))
+    where = learner.defined_at("run_backward")
+    first_failure(cases, lambda case: _check_random_graph(learner, where, *case), lambda case: _describe_recipe(case[0]))
+
+
+def _check_random_graph(learner, where, recipe, values):
+    got = learner.probe("random_graph", recipe, values)
+    loss, leaves, _, _ = _random_graph(recipe, values)
+    loss.backward()
+    what = f"your run_backward ({where})"
+    assert isinstance(got["leaves"], list) and len(got["leaves"]) == len(leaves), f"{what}: one .grad per leaf"
+    for i, (mine, leaf) in enumerate(zip(got["leaves"], leaves)):
+        if leaf.grad is None:
+            assert mine is None, f"{what}: leaf x{i} is not used by the loss, yet it got a .grad"
+        else:
+            _close(mine, leaf.grad.numpy(), f"{what}: x{i}.grad")
+    assert got["constant"] is True, f"{what}: a tensor that does not require grad got a .grad"
+    assert got["intermediates"] == 0, (
+        f"{what}: {got['intermediates']} intermediate (non-leaf) tensors kept a .grad; only leaves "
+        f"and tensors that called retain_grad() keep one"
+    )
 
 
 @exercise("4.5")
@@ -227,46 +281,65 @@ def test_leaves_accumulate_across_backward_calls(learner, rng):
     gen = _np(rng)
     n = int(gen.integers(2, 6))
     first, second = gen.standard_normal(n), gen.standard_normal(n)
-    got = learner.probe("accumulate", first, second)
-    one = _reference(_reused, first)
-    _close(got["one"], one, "after the first backward()")
-    _close(got["two"], one + second, "after a second backward() through another graph: .grad must add up, not be replaced")
-    gen2 = np.random.default_rng(int(gen.integers(2**31)))
-    values = gen2.standard_normal(n)
-    got = learner.probe("second_backward", values, True)
-    loss, w = _saving_graph(values)
-    loss.backward()
-    once = w.grad.numpy()
-    _close(got["first"], once, "after backward(retain_graph=True)")
-    assert got["error"] is None, f"backward twice with retain_graph=True on the first: the second raised {got['error']}: {got['message']}"
-    _close(got["second"], 2 * once, "after two backward() calls through one graph: .grad must be the sum of both")
+    where = learner.defined_at("run_backward")
+
+    def two_graphs(graph):
+        got = learner.probe("accumulate", first, second, graph)
+        one = _reference(FIRST_GRAPHS[graph][0], first)
+        _close(got["one"], one, f"your run_backward ({where}): x.grad after the first backward()")
+        _close(got["two"], one + second, f"your run_backward ({where}): x.grad after a second backward() through "
+                                         f"another graph: .grad must add up, not be replaced")
+
+    first_failure(FIRST_GRAPHS, two_graphs, lambda graph: f"{FIRST_GRAPHS[graph][1]}; {SECOND_GRAPH}")
+    values = np.random.default_rng(int(gen.integers(2**31))).standard_normal(n)
+
+    def twice_retained(values):
+        got = learner.probe("second_backward", values, True)
+        loss, w = _saving_graph(values)
+        loss.backward()
+        once = w.grad.numpy()
+        _close(got["first"], once, f"your run_backward ({where}): w.grad after backward(retain_graph=True)")
+        assert got["error"] is None, (f"your run_backward ({where}): backward twice with retain_graph=True on the "
+                                      f"first: the second raised {got['error']}: {got['message']}")
+        _close(got["second"], 2 * once, "after two backward() calls through one graph: .grad must be the sum of both")
+
+    first_failure([values], twice_retained, lambda _: f"{SAVING_GRAPH}, backward(retain_graph=True) then backward()")
 
 
 @exercise("4.5")
 def test_retain_grad_keeps_a_non_leaf_gradient(learner, rng):
-    import minigrad.tensor as mt
-
     gen = _np(rng)
     values = gen.standard_normal(int(gen.integers(2, 6)))
+    first_failure([values], lambda v: _check_retained(learner, v), lambda _: RETAINED_GRAPH)
+
+
+def _check_retained(learner, values):
+    import minigrad.tensor as mt
+
+    where = learner.defined_at("run_backward")
     got = learner.probe("retained", values)
     x = mt.tensor(values, requires_grad=True)
     h = x.tanh()
     h.retain_grad()
     g = h * 3.0
     (g * h).sum().backward()
-    _close(got["h"], h.grad.numpy(), "h = x.tanh() after h.retain_grad(): h.grad (the sum of both uses of h)")
-    assert got["g"] is True, "g = h * 3 did not call retain_grad(), yet it kept a .grad after backward()"
-    _close(got["x"], x.grad.numpy(), "the leaf x")
+    _close(got["h"], h.grad.numpy(), f"your run_backward ({where}): h.grad (the sum of both uses of h)")
+    assert got["g"] is True, f"your run_backward ({where}): g = h * 3 did not call retain_grad(), yet it kept a .grad"
+    _close(got["x"], x.grad.numpy(), f"your run_backward ({where}): the leaf x")
 
 
 @exercise("4.5")
 def test_without_retain_graph_a_second_backward_raises(learner, rng):
     gen = _np(rng)
     values = gen.standard_normal(int(gen.integers(2, 6)))
+    first_failure([values], lambda v: _check_second_raises(learner, v), lambda _: f"{SAVING_GRAPH}, backward() twice")
+
+
+def _check_second_raises(learner, values):
     got = learner.probe("second_backward", values, False)
     assert got["error"] is not None, (
-        "backward() twice through one graph without retain_graph=True did not raise: the first backward must "
-        "free what each node saved, so that the second one fails with the library's error"
+        f"your run_backward ({learner.defined_at('run_backward')}): the second backward() did not raise: the first "
+        f"backward must free what each node saved, so that the second one fails with the library's error"
     )
     assert got["error"] == "RuntimeError" and "second time" in got["message"], (
         f"the second backward() raised {got['error']}: {got['message']} — expected the library's RuntimeError "

@@ -16,6 +16,7 @@ from minigrad.grading.checks._kernels import (
     assert_close, assert_coalesced, assert_compiles_for_gpu, compile_for_gpu, launch, nan_array, np_generator,
     prepare_child,
 )
+from minigrad.grading.checks._smallest import first_failure
 from minigrad.grading.probing import exercise, probe
 
 launch = probe(launch)
@@ -40,12 +41,19 @@ def _run(learner, gen, n: int, blocks: int, threads: int, what: str, coalesced: 
         assert_coalesced(stats, f"{what} (n={n}, grid {blocks} x block {threads})")
 
 
+def _launches(learner, gen, what: str, launches) -> None:
+    """``(n, blocks, threads, coalesced)`` launches in order (blocks of 8 threads first); the first failure is reported."""
+    first_failure(launches, lambda launch: _run(learner, gen, launch[0], launch[1], launch[2], what, coalesced=launch[3]),
+                  lambda launch: f"n={launch[0]} elements, a grid of {launch[1]} block(s) of {launch[2]} threads")
+
+
 @exercise("7.1")
 def test_one_thread_per_element(learner, rng):
     gen = np_generator(rng)
     threads = int(gen.choice([32, 64]))
     blocks = int(gen.integers(2, 5))
-    _run(learner, gen, blocks * threads, blocks, threads, "a grid with exactly one thread per element", coalesced=True)
+    _launches(learner, gen, "a grid with exactly one thread per element",
+              [(8, 1, 8, False), (16, 2, 8, False), (blocks * threads, blocks, threads, True)])
 
 
 @exercise("7.1")
@@ -54,7 +62,7 @@ def test_threads_past_the_end_stay_idle(learner, rng):
     threads = 32
     blocks = int(gen.integers(3, 6))
     n = blocks * threads - int(gen.integers(1, threads))
-    _run(learner, gen, n, blocks, threads, "a grid with more threads than elements")
+    _launches(learner, gen, "a grid with more threads than elements", [(5, 1, 8, False), (13, 2, 8, False), (n, blocks, threads, False)])
 
 
 @exercise("7.1")
@@ -63,17 +71,18 @@ def test_a_small_grid_covers_a_large_array(learner, rng):
     threads = 32
     blocks = int(gen.integers(2, 4))
     n = int(gen.integers(4, 9)) * blocks * threads + int(gen.integers(1, threads))
-    _run(learner, gen, n, blocks, threads, "a grid-stride launch with fewer threads than elements")
-    n = int(gen.integers(4, 9)) * blocks * threads
-    _run(learner, gen, n, blocks, threads, "a grid-stride launch over whole warps", coalesced=True)
+    whole = int(gen.integers(4, 9)) * blocks * threads
+    _launches(learner, gen, "a grid-stride launch with fewer threads than elements",
+              [(20, 1, 8, False), (37, 2, 8, False), (n, blocks, threads, False)])
+    _launches(learner, gen, "a grid-stride launch over whole warps", [(whole, blocks, threads, True)])
 
 
 @exercise("7.1")
 def test_one_block_and_tiny_arrays(learner, rng):
     gen = np_generator(rng)
-    for n in (1, int(gen.integers(2, 31))):
-        _run(learner, gen, n, 1, 32, "a single block")
-    _run(learner, gen, int(gen.integers(40, 100)), 1, 32, "a single block smaller than the array")
+    small = [(1, 1, 8, False), (3, 1, 8, False), (1, 1, 32, False), (int(gen.integers(2, 31)), 1, 32, False)]
+    _launches(learner, gen, "a single block", small)
+    _launches(learner, gen, "a single block smaller than the array", [(int(gen.integers(40, 100)), 1, 32, False)])
 
 
 @exercise("7.1")
