@@ -1,8 +1,9 @@
 """In a real browser, the learner's path through `minigrad lab`: chapter, exercise file, answer, grade cell.
 
 ``minigrad lab`` itself is started (on a workspace in a temporary folder). In
-it, for chapters 01 and 05: the chapter's link to its exercise file opens the
-learner's copy in an editor; an answer written there and saved is what the
+it, for chapters 01 and 05: every link to a file (the exercise files, the
+library's sources the chapter names) opens it in an editor; the chapter's
+link to its exercise file opens the learner's copy; an answer written there and saved is what the
 chapter's grade cell grades (full points for that exercise). The project's
 own tests stay green meanwhile, and nothing tracked changes. A terminal in
 the lab finds the course's ``minigrad`` and the workspace. Apart from
@@ -209,6 +210,48 @@ def test_the_learner_answers_an_exercise_and_the_grade_cell_gives_its_points(cou
     assert row, f"chapter {chapter}: no row for {exercise} in the grade cell's output:\n{output}"
     assert float(row.group(1)) == float(row.group(2)) == points, f"chapter {chapter}: {row.group(0)}\n{output}"
 
+
+
+# Every link of the open notebook to a file (its exercise files, the library's sources): the file's path from the
+# server's root (JupyterLab renders a relative link as the server's /files/ URL and opens it in an editor on a click).
+FILE_LINKS = """() => [...new Set([...window.jupyterapp.shell.currentWidget.content.node
+    .querySelectorAll('.jp-RenderedMarkdown a[href*="/files/"]')]
+    .map(a => decodeURIComponent(new URL(a.href).pathname.split('/files/')[1])))]"""
+
+
+def _file_links(notebook: Path) -> set[str]:
+    cells = json.loads(notebook.read_text())["cells"]
+    return {m for c in cells if c["cell_type"] == "markdown" for m in re.findall(r"\]\((\.\./[^)\s]+)\)", "".join(c["source"]))}
+
+
+@pytest.mark.parametrize("chapter", sorted(LEARNER_EXERCISES))
+def test_every_file_link_of_the_chapter_opens_the_file_in_an_editor(course_lab, chapter):
+    """Exercise files and the library's source files the chapter names: each link opens an editor tab on it."""
+    from playwright.sync_api import sync_playwright
+
+    url, work, executable = course_lab
+    notebook = next((work / "chapters").glob(f"{chapter}_*.ipynb"))
+    with sync_playwright() as p:
+        browser, page = _page(p, executable)
+        try:
+            open_lab(page, url, TOKEN)
+            notebook_id = open_document(page, f"chapters/{notebook.name}")
+            wanted = _file_links(notebook)
+            assert any("exercises/" in link for link in wanted) and any("minigrad/" in link for link in wanted), wanted
+            page.wait_for_function(f"() => ({FILE_LINKS})().length >= {len(wanted)}", timeout=WAIT)  # all rendered
+            links = page.evaluate(FILE_LINKS)
+            assert set(links) == {link.removeprefix("../") for link in wanted}
+            for target in links:
+                page.evaluate(f"() => window.jupyterapp.shell.activateById('{notebook_id}')")
+                page.locator(f'.jp-RenderedMarkdown a[href*="/files/{target}?"]').first.click()
+                page.wait_for_function(f"() => ({CURRENT_PATH})() === '{target}'", timeout=WAIT)
+                editor = page.locator(".jp-FileEditor .cm-content").last
+                editor.wait_for(timeout=WAIT)
+                first_line = (work / target).read_text().splitlines()[0][:40]
+                page.wait_for_function("(text) => [...document.querySelectorAll('.jp-FileEditor .cm-content')]"
+                                       ".some(e => e.innerText.includes(text))", arg=first_line, timeout=WAIT)
+        finally:
+            browser.close()
 
 
 def test_the_projects_tests_stay_green_with_the_learners_answers_in_place(course_lab, tracked_before):
