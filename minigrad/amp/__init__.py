@@ -1,21 +1,41 @@
-"""Stage 6 (chapter 09): mixed precision — the stage grows here; today it holds the casting that autocast uses.
+"""Stage 6 (chapter 09): mixed precision — autocast (PyTorch's op lists on the core's dtype-policy slot) and dynamic loss scaling.
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (149 lines in all):
+The files that carry the chapter's ideas, in the order to read them (822 lines in all):
 
 1. ``casting_policy.py`` (51 lines): the core's dtype-policy slot filled from a
    rule ``rule(op, dtypes) -> dtype``: an op's floating point operands cast
    (recorded, differentiable) before it computes.
-2. ``cast_cache.py`` (98 lines): inside one mixed-precision region, each weight
+2. ``op_lists.py`` (73 lines): PyTorch's lists — which ops run in float16/bfloat16
+   (matrix products, convolutions), which in float32 (losses; on CUDA also
+   exp, log, softmax, sums, norms), which in their widest input dtype.
+3. ``autocast_state.py`` (74 lines): per thread and device type, whether
+   autocast is on, its dtype, whether weights are cached.
+4. ``autocast_policy.py`` (67 lines): the policy autocast installs: each op's
+   eligible tensors cast to the dtype its list gives.
+5. ``cast_cache.py`` (108 lines): inside one mixed-precision region, each weight
    is cast once (PyTorch's autocast cache).
+6. ``autocast.py`` (127 lines): ``autocast(device_type, dtype, enabled, cache_enabled)``,
+   a context manager and decorator that nests and restores.
+7. ``scaler_state.py`` (59 lines): dynamic loss scaling as a state machine:
+   the scale and its growth tracker after a clean or an overflowing step.
+8. ``grad_scaler.py`` (263 lines): ``GradScaler``, PyTorch's API around that
+   state machine: ``scale``, ``unscale_``, ``step`` (skipped on inf/NaN),
+   ``update``, ``state_dict``.
 
 Extensions (not on the reading path)
 ------------------------------------
-None yet.
+- ``unscale.py`` (75 lines): one gradient unscaled in place and checked for
+  inf/NaN; the GPU stage's fused kernel for ``"cuda"``, through a per-device registry.
 """
 
+from minigrad.amp.autocast import autocast
+from minigrad.amp.autocast_state import get_autocast_dtype, is_autocast_enabled
 from minigrad.amp.cast_cache import WeightCastCache, active_cache, cached_cast, weight_cast_cache
 from minigrad.amp.casting_policy import casting_policy
+from minigrad.amp.grad_scaler import GradScaler
+from minigrad.amp.unscale import register_unscale_kernel
 
-__all__ = ["casting_policy", "cached_cast", "weight_cast_cache", "WeightCastCache", "active_cache"]
+__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "casting_policy", "cached_cast", "weight_cast_cache", "WeightCastCache", "active_cache",
+           "GradScaler", "register_unscale_kernel"]

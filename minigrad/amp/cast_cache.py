@@ -21,7 +21,8 @@ Invariants
   weight (``optimizer.step()``, ``w.mul_(2)``) bumps its version, so the next
   use casts again; a copy cast under ``no_grad()`` is never handed out where
   gradients must flow.
-- Regions nest; the inner ones share the outermost region's cache.
+- Regions nest; the inner ones share the outermost region's cache. Regions
+  belong to a thread (as PyTorch's autocast cache): another thread has its own.
 - :func:`~minigrad.amp.casting_policy.casting_policy` casts through
   :func:`cached_cast`, so a policy gets the cache just by running inside
   :func:`weight_cast_cache`.
@@ -29,6 +30,7 @@ Invariants
 
 from __future__ import annotations
 
+import threading
 import weakref
 from contextlib import contextmanager
 
@@ -67,24 +69,31 @@ class WeightCastCache:
         self._entries.clear()
 
 
-_active: list[WeightCastCache] = []
+class _Regions(threading.local):
+    def __init__(self) -> None:
+        self.open: list[WeightCastCache] = []  # this thread's open regions, outermost first
+
+
+_regions = _Regions()
 
 
 def active_cache() -> WeightCastCache | None:
-    """The cache of the outermost open region, or None outside :func:`weight_cast_cache`."""
-    return _active[0] if _active else None
+    """The cache of this thread's outermost open region, or None outside :func:`weight_cast_cache`."""
+    regions = _regions.open
+    return regions[0] if regions else None
 
 
 @contextmanager
 def weight_cast_cache():
     """Cache the casts of weights made inside the block; the cache is emptied when the outermost block ends."""
-    cache = _active[0] if _active else WeightCastCache()
-    _active.append(cache)
+    regions = _regions.open
+    cache = regions[0] if regions else WeightCastCache()
+    regions.append(cache)
     try:
         yield cache
     finally:
-        _active.pop()
-        if not _active:
+        regions.pop()
+        if not regions:
             cache.clear()
 
 
@@ -93,6 +102,7 @@ def cached_cast(x: Tensor, dtype) -> Tensor:
     dtype = as_dtype(dtype)
     if x._data.dtype == dtype:
         return x
-    if _active and x._requires_grad and x.grad_fn is None:
-        return _active[0].cast(x, dtype)
+    regions = _regions.open
+    if regions and x._requires_grad and x.grad_fn is None:
+        return regions[0].cast(x, dtype)
     return cast(x, dtype)

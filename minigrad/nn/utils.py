@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from minigrad.tensor import Tensor, no_grad, stack, tensor
+from minigrad.tensor import Tensor, no_grad, stack, tensor, vector_norm
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
 
@@ -34,6 +34,11 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     how often clipping kicks in). ``max_norm`` must be >= 0 (``inf``: never
     clip) and ``norm_type`` > 0 (``inf``: the largest absolute value).
 
+    As in PyTorch, the norm of each gradient is taken in its own dtype, then
+    the norm of those norms (float16 gradients accumulate in float32, so
+    10,000 float16 gradients of 3.0 have the norm 300, not inf); the total
+    and the coefficient ``max_norm / (total + 1e-6)`` have the gradients' dtype.
+
     A non-finite total norm (a nan or inf somewhere in the gradients) raises
     with ``error_if_nonfinite=True``; otherwise, as in PyTorch, the gradients
     are scaled by the non-finite coefficient, which turns them to nan/0.
@@ -43,11 +48,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     if not grads:
         return tensor(0.0)
     with no_grad():
-        if math.isinf(norm_type):
-            total = stack([g.abs().amax().float() for g in grads]).amax()
-        else:
-            per_tensor = stack([(g.abs() ** norm_type).sum().float() for g in grads])
-            total = per_tensor.sum() ** (1.0 / norm_type)
+        total = vector_norm(stack([vector_norm(g, norm_type) for g in grads]), norm_type)
         value = float(total.item())
         if error_if_nonfinite and not math.isfinite(value):
             raise RuntimeError(
@@ -55,11 +56,15 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
                 f"clipped; look for a nan/inf in the loss, or pass error_if_nonfinite=False to scale them "
                 f"by the non-finite norm anyway (as PyTorch does)"
             )
-        coefficient = max_norm / (value + 1e-6)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            coefficient = float((max_norm / (total + 1e-6)).item())
         if not coefficient >= 1:  # a nan coefficient scales too, as in PyTorch
             with np.errstate(invalid="ignore"):  # inf * 0 = nan is the documented outcome, not a surprise
                 for g in grads:
-                    g.mul_(coefficient)
+                    if g.dtype.itemsize == 2:  # 16-bit: multiplied in float32, rounded once (PyTorch's float math)
+                        g.copy_(g.float() * coefficient)
+                    else:
+                        g.mul_(coefficient)
     return total
 
 

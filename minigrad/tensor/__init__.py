@@ -64,7 +64,7 @@ two (``Mul``, ``Relu``, ``Sum``), look the rest up when you need them:
 - ``ops/__init__.py`` (7 lines): what the catalogue is and how it plugs in.
 - ``ops/elementwise.py`` (597 lines): arithmetic, activations, comparisons.
   GELU's ``erf`` approximation is there for PyTorch compatibility.
-- ``ops/reduce.py`` (268 lines): sum, mean, max/min, var/std, argmax.
+- ``ops/reduce.py`` (360 lines): sum, mean, max/min, var/std, vector norms, argmax.
 - ``ops/matmul.py`` (109 lines): ``a @ b`` with 1-D and batched operands.
 - ``ops/nn.py`` (151 lines): softmax, logsumexp (max subtracted first),
   ``log_softmax`` (its node is in ``ops/log_softmax.py``), one_hot, pad.
@@ -79,7 +79,7 @@ two (``Mul``, ``Relu``, ``Sum``), look the rest up when you need them:
   built from ``strides.py`` when its functions are replaced (chapter 03's
   ``use_exercise``), NumPy's own ops otherwise (the speed path).
 - ``factories.py`` (245 lines): ``tensor``, ``zeros``, ``randn``, ``arange``... with PyTorch's signatures.
-- ``dtypes.py`` (178 lines): the six dtypes and PyTorch's promotion rules (chapter 03, section 9).
+- ``dtypes.py`` (196 lines): the six dtypes and PyTorch's promotion rules (chapter 03, section 9).
 - ``printing.py`` (78 lines): ``repr`` in PyTorch's style.
 - ``rng.py`` (101 lines): one seeded generator per device, ``manual_seed``.
 - ``errors.py`` (30 lines): the error classes and the operand descriptions in messages.
@@ -91,7 +91,8 @@ precision, checkpointing), which plug in here instead of patching the core:
 - ``dispatch.py`` (125 lines): a device type's own kernel for an op.
 - ``events.py`` (100 lines): what the core tells listeners: a tensor was made, an op ran, a node's backward ran, a gradient was stored.
 - ``dtype_policy_slot.py`` (48 lines): the slot a mixed-precision policy fills (``minigrad.amp``).
-- ``bfloat16_compute.py`` (102 lines): ops on bfloat16 data computed in float32, rounded once.
+- ``bfloat16_compute.py`` (118 lines): ops on bfloat16 data, and float16 reductions, computed in
+  float32 and rounded once.
 - ``fast_float16.py`` (43 lines): speed path — float16 matrix products on the
   CPU computed in float32 (NumPy's own are ~200x slower), equal to the clear
   rules' results rounded to float16.
@@ -218,7 +219,7 @@ from minigrad.tensor.ops.index import getitem
 from minigrad.tensor.ops import inplace_ops  # noqa: F401 (registers the in-place methods: add_, copy_, x[k] = v...)
 from minigrad.tensor.ops.matmul import matmul
 from minigrad.tensor.ops.nn import log_softmax, logsumexp, one_hot, pad, softmax
-from minigrad.tensor.ops.reduce import all, amax, amin, any, argmax, argmin, max, mean, min, std, sum, var
+from minigrad.tensor.ops.reduce import all, amax, amin, any, argmax, argmin, max, mean, min, std, sum, var, vector_norm
 from minigrad.tensor.ops.join import cat, chunk, concatenate, split, stack
 from minigrad.tensor.ops.shape import contiguous, expand, permute, reshape, transpose, view
 from minigrad.tensor.ops.squeeze import flatten, squeeze, unsqueeze
@@ -257,7 +258,7 @@ __all__ = [
     "add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
     "leaky_relu", "gelu", "clamp", "clip", "maximum", "minimum", "where",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or",
-    "mean", "amax", "amin", "var", "std", "argmax", "argmin",
+    "mean", "amax", "amin", "var", "std", "vector_norm", "argmax", "argmin",
     "matmul", "reshape", "view", "transpose", "permute", "expand", "squeeze", "unsqueeze", "flatten",
     "contiguous", "cat", "concatenate", "stack", "split", "chunk", "getitem",
     "softmax", "log_softmax", "logsumexp", "one_hot", "pad", "cast", "clone", "unbroadcast",

@@ -44,8 +44,8 @@ def input_gradients(node, grad) -> tuple:
     """``node.backward(grad)`` as a tuple with one gradient (or None) per entry of ``node._parents``.
 
     Checks what the op returned (the count, and each gradient's shape against
-    its input's) and raises an error naming the op. bfloat16 nodes run in
-    float32 (:mod:`.bfloat16_compute`); under ``detect_anomaly()`` NaN/Inf is
+    its input's) and raises an error naming the op. bfloat16 nodes (and float16
+    ones that accumulate) run in float32 (:mod:`.bfloat16_compute`); under ``detect_anomaly()`` NaN/Inf is
     named at the op that made it.
     """
     device = None
@@ -53,7 +53,7 @@ def input_gradients(node, grad) -> tuple:
         device = node._device or (_passes[-1][1] if _passes else None)
         for listener in events.node_backward:
             listener(node, grad, device)
-    input_grads = node.backward(grad) if not node._bf16 else _bf16.backward(node, grad)
+    input_grads = node.backward(grad) if node._storage is None else _bf16.backward(node, grad)
     if type(input_grads) is not tuple:
         input_grads = (input_grads,)
     if _anomaly.enabled:

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from minigrad.tensor.dtypes import bfloat16, float32, is_floating_point
+from minigrad.tensor.dtypes import bfloat16, float16, float32, is_floating_point
 
-__all__ = ["DATA_MOVEMENT_OPS", "moves_data", "applies", "forward", "backward"]
+__all__ = ["DATA_MOVEMENT_OPS", "ACCUMULATING_OPS", "moves_data", "applies", "forward", "backward"]
 
 #: ops (``Function.op``) that only move or copy elements; the view ops (``is_view = True``) are included anyway.
 DATA_MOVEMENT_OPS = frozenset({
@@ -42,46 +42,61 @@ DATA_MOVEMENT_OPS = frozenset({
 })
 
 
+#: ops (``Function.op``) that sum many terms: on float16 operands they compute in float32 and round once.
+ACCUMULATING_OPS = frozenset({
+    "sum", "mean", "var", "std", "vector_norm", "softmax", "log_softmax", "logsumexp",
+    "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "batch_norm", "avg_pool2d",
+})
+
+
 def moves_data(cls) -> bool:
     """True for ops whose forward copies or views elements without arithmetic (run on bfloat16 bits)."""
     return cls.is_view or cls.op in DATA_MOVEMENT_OPS
 
 
-def applies(arrays) -> bool:
-    """True when every floating point array among the op's operands is bfloat16 (some is, the caller checked)."""
+def applies(cls, arrays, storage) -> bool:
+    """Does op ``cls`` on these operands (some of dtype ``storage``, the caller checked) compute in float32?
+
+    Yes when every floating point operand is of that dtype, and, for float16,
+    when the op accumulates.
+    """
+    if storage is float16 and cls.op not in ACCUMULATING_OPS:
+        return False
     for a in arrays:
         dtype = getattr(a, "dtype", None)
-        if dtype is not None and dtype is not bfloat16 and not isinstance(a, np.generic) and is_floating_point(dtype):
+        if dtype is not None and dtype is not storage and not isinstance(a, np.generic) and is_floating_point(dtype):
             return False
     return True
 
 
-def _widen(a):
-    return a.astype(float32) if getattr(a, "dtype", None) is bfloat16 else a
+def _widen(a, storage):
+    return a.astype(float32) if getattr(a, "dtype", None) is storage else a
 
 
-def _round(a):
+def _round(a, storage):
     dtype = getattr(a, "dtype", None)
     if dtype is not None and dtype.kind == "f":
-        return a.astype(bfloat16)
+        with np.errstate(over="ignore"):  # past the format's largest number is inf, as in PyTorch
+            return a.astype(storage)
     return a
 
 
-def forward(ctx, arrays, kwargs):
-    """``ctx.forward`` for operands in bfloat16: computed in float32 (or on the bits, for data movement)."""
-    ctx._bf16 = True
+def forward(ctx, forward_fn, arrays, kwargs, storage=bfloat16):
+    """``forward_fn`` (the node's forward) on operands stored as ``storage``: computed in float32 (or on the
+    bits, for data movement), the result rounded to ``storage``; marks the node so that backward does the same."""
+    ctx._storage = storage
     if moves_data(type(ctx)):
-        return ctx.forward(*arrays, **kwargs)
-    wide = [_widen(a) for a in arrays]
-    out = ctx.forward(*wide, **kwargs)
-    rounded = _round(out)
+        return forward_fn(*arrays, **kwargs)
+    wide = [_widen(a, storage) for a in arrays]
+    out = forward_fn(*wide, **kwargs)
+    rounded = _round(out, storage)
     saved = ctx._saved
     if saved:
         originals = {id(w): a for w, a in zip(wide, arrays) if w is not a}
         if out is not rounded:
             originals[id(out)] = rounded
         ctx._saved = tuple(
-            originals.get(id(s)) if id(s) in originals else (s.astype(bfloat16) if getattr(s, "dtype", None) is float32 else s)
+            originals.get(id(s)) if id(s) in originals else (_round(s, storage) if getattr(s, "dtype", None) is float32 else s)
             for s in saved
         )
     return rounded
@@ -89,14 +104,15 @@ def forward(ctx, arrays, kwargs):
 
 def backward(node, grad):
     """``node.backward(grad)`` in float32: the gradient and the saved arrays widened, the results rounded."""
+    storage = node._storage
     saved = node._saved
     if saved:
-        node._saved = tuple(_widen(s) for s in saved)
+        node._saved = tuple(_widen(s, storage) for s in saved)
     try:
-        grads = node.backward(_widen(grad))
+        grads = node.backward(_widen(grad, storage))
     finally:
         if saved:
             node._saved = saved
     if type(grads) is tuple:
-        return tuple(None if g is None else _round(g) for g in grads)
-    return _round(grads)
+        return tuple(None if g is None else _round(g, storage) for g in grads)
+    return _round(grads, storage)

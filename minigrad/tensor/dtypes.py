@@ -52,7 +52,13 @@ Promotion follows PyTorch, which differs from NumPy in three places:
   give ``float32``;
 - a Python number never widens a tensor of its own category or above
   (``float16_tensor * 2.5`` stays ``float16``), and a float number with an
-  integer tensor gives the default float type ``float32`` (NumPy: float64).
+  integer tensor gives the default float type ``float32`` (NumPy: float64);
+- a 0-d tensor ranks like a number against a tensor with dimensions: it
+  decides the dtype only when its category is higher, so
+  ``float16_vector * tensor(0.5)`` is ``float16``, a 0-d ``float64`` does not
+  widen a ``float16`` vector, a 0-d ``float16`` with a ``bfloat16`` vector
+  gives ``bfloat16``, and a 0-d ``float64`` with an ``int64`` vector gives
+  ``float64`` (:func:`tensors_result_type`).
 
 Other NumPy types are mapped on the way in (``uint8`` images become ``int64``,
 ``float128`` becomes ``float64``); complex numbers, strings and the other
@@ -66,7 +72,7 @@ import numpy as np
 
 __all__ = [
     "float16", "bfloat16", "float32", "float64", "int64", "bool_",
-    "DTYPES", "FLOATING_DTYPES", "default_float", "as_dtype", "promote_types", "result_type",
+    "DTYPES", "FLOATING_DTYPES", "default_float", "as_dtype", "promote_types", "tensors_result_type", "result_type",
     "is_floating_point", "canonical_dtype", "finfo",
 ]
 
@@ -155,6 +161,18 @@ def promote_types(a: np.dtype, b: np.dtype) -> np.dtype:
     if a.itemsize == b.itemsize:  # float16 with bfloat16: neither holds the other
         return float32
     return a if a.itemsize > b.itemsize else b
+
+
+def tensors_result_type(a: np.dtype, a_ndim: int, b: np.dtype, b_ndim: int) -> np.dtype:
+    """The dtype of ``x op y`` for tensors of dtypes ``a``, ``b`` and ``a_ndim``, ``b_ndim`` dimensions (PyTorch's rule).
+
+    Against a tensor with dimensions, a 0-d tensor's dtype counts only when
+    its category (bool < int < float) is higher; otherwise :func:`promote_types`.
+    """
+    if (a_ndim == 0) == (b_ndim == 0):
+        return promote_types(a, b)
+    dimensioned, zero_d = (b, a) if a_ndim == 0 else (a, b)
+    return zero_d if _CATEGORY[zero_d] > _CATEGORY[dimensioned] else dimensioned
 
 
 def result_type(dtype: np.dtype, scalar) -> np.dtype:

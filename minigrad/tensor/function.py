@@ -44,7 +44,7 @@ from minigrad.tensor import events
 from minigrad.tensor import op_errors as _op_errors
 from minigrad.tensor import saved_tensors as _saved_tensors
 from minigrad.tensor.backend import DeviceError
-from minigrad.tensor.dtypes import bfloat16
+from minigrad.tensor.dtypes import bfloat16, float16
 from minigrad.tensor.dispatch import OP_IMPLS as _op_impls
 from minigrad.tensor.dispatch import bind_forward as _bind_forward
 from minigrad.tensor.dispatch import note_function
@@ -128,8 +128,9 @@ class Function:
     skip_dtype_policy = False
     #: set by ``forward`` when the output lives on another device than the inputs (``to(device)``).
     out_device = None
-    #: set on nodes of ops on bfloat16 operands: backward runs in float32 (see :mod:`.bfloat16_compute`).
-    _bf16 = False
+    #: set on nodes computed in float32 from operands stored in this dtype (bfloat16, or float16 for the ops that
+    #: accumulate): backward runs in float32 too (see :mod:`.bfloat16_compute`).
+    _storage = None
 
     # defaults, overwritten per node by ``apply``
     _parents: tuple = ()
@@ -200,8 +201,8 @@ class Function:
         if _policy.policy is not None and not cls.skip_dtype_policy:  # the dtype-policy slot (autocast)
             args = _policy.policy(cls, args)
         ctx = _new(cls)
-        arrays, parents, device, record, bf16 = _unwrap(cls, args)
-        out = _run_forward(ctx, arrays, args, kwargs, device, bf16)
+        arrays, parents, device, record, narrow = _unwrap(cls, args)
+        out = _run_forward(ctx, arrays, args, kwargs, device, narrow)
         if ctx.out_device is not None:  # the op moved its result (to(device))
             device = ctx.out_device
         if _anomaly.enabled:  # detect_anomaly()
@@ -221,19 +222,20 @@ class Function:
 
 
 def _unwrap(cls, args) -> tuple:
-    """``(arrays, parents, device, record, bf16)``: the backend arrays of ``args``, one parent node per argument
+    """``(arrays, parents, device, record, narrow)``: the backend arrays of ``args``, one parent node per argument
     (the input's ``grad_fn`` or leaf node, None if it needs no gradient, NOT_A_TENSOR for plain values), the one
-    device of the tensors, whether any requires grad, and whether any is bfloat16."""
+    device of the tensors, whether any requires grad, and the 16-bit float dtype of an operand (None if none)."""
     arrays = []
     parents = []
     device = None
-    record = bf16 = False
+    record = False
+    narrow = None
     for a in args:
         if isinstance(a, Tensor):
             data = a._data
             arrays.append(data)
-            if data.dtype is bfloat16:
-                bf16 = True
+            if data.dtype is bfloat16 or data.dtype is float16:
+                narrow = data.dtype
             if a._requires_grad:
                 record = True
                 parents.append(a.grad_fn or a._accum or a._accumulate_grad_node())
@@ -246,16 +248,17 @@ def _unwrap(cls, args) -> tuple:
         else:
             arrays.append(a)
             parents.append(NOT_A_TENSOR)
-    return arrays, parents, device, record, bf16
+    return arrays, parents, device, record, narrow
 
 
-def _run_forward(ctx, arrays, args, kwargs, device, bf16):
+def _run_forward(ctx, arrays, args, kwargs, device, narrow):
     """The output array of ``ctx.forward`` (or of the kernel its device type registered, see :mod:`.dispatch`);
-    bfloat16 operands are computed in float32; NumPy's refusals become errors naming the op and its operands."""
+    bfloat16 operands, and float16 ones of ops that accumulate, are computed in float32; NumPy's refusals become
+    errors naming the op and its operands."""
     forward = _bind_forward(ctx, device.type) if _op_impls and device is not None else ctx.forward
     try:
-        if bf16 and _bf16.applies(arrays):  # computed in float32, rounded to bfloat16
-            out = _bf16.forward(ctx, arrays, kwargs)
+        if narrow is not None and _bf16.applies(type(ctx), arrays, narrow):  # computed in float32, rounded once
+            out = _bf16.forward(ctx, forward, arrays, kwargs, narrow)
         else:
             out = forward(*arrays, **kwargs)
     except (ShapeError, DTypeError, DeviceError, NotImplementedError):

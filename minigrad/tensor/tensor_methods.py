@@ -370,6 +370,10 @@ class TensorMethods:
     def std(self, dim=None, keepdim: bool = False, correction: int = 1):
         return ops.std(self, dim, keepdim, correction=correction)
 
+    def norm(self, p=2, dim=None, keepdim: bool = False):
+        """The vector ``p``-norm over ``dim`` (``"fro"`` is 2), as ``torch.linalg.vector_norm``."""
+        return ops.vector_norm(self, 2 if isinstance(p, str) and p == "fro" else p, dim, keepdim)
+
     def argmax(self, dim=None, keepdim: bool = False):
         return ops.argmax(self, dim, keepdim)
 

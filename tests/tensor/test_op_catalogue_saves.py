@@ -62,7 +62,7 @@ def _run_every_op(twin):
         lambda: x[:, mt.tensor([0, 2])], lambda: x[[1, 0]], lambda: x[x > 0], lambda: mt.cat([x, y]),
         lambda: mt.stack([x, y]), lambda: x.log_softmax(-1), lambda: x @ y.T, lambda: x.logsumexp(-1),
         lambda: mt.pad(x, (1, 1)), lambda: x.softmax(-1), lambda: x.amax(-1), lambda: x.amin(0), lambda: x.mean(),
-        lambda: x.sum(0), lambda: x.var(), lambda: x.T.contiguous(), lambda: x[:1].expand(3, 3),
+        lambda: x.sum(0), lambda: x.var(), lambda: x.std(0), lambda: x.norm(), lambda: x.norm(1, dim=0), lambda: x.norm(float("inf")), lambda: x.norm(3.0), lambda: x.T.contiguous(), lambda: x[:1].expand(3, 3),
         lambda: x.permute(1, 0), lambda: x.reshape(3, 2), lambda: x.view(6), lambda: x.unsqueeze(0).squeeze(0),
         lambda: x.double(), lambda: x.clone(), lambda: mt.split(x, 1)[0], lambda: mt.chunk(x, 3, 1)[1],
         lambda: x.to(twin),

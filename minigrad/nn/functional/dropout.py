@@ -27,11 +27,11 @@ class DropoutFunction(Function):
         keep = noise >= p  # each element survives with probability 1 - p
         ctx.scale = 1.0 / (1.0 - p)
         ctx.save_for_backward(keep)
-        return x * keep * ctx.scale
+        return (x * keep * ctx.scale).astype(x.dtype, copy=False)  # the float32 noise must not widen bfloat16 data
 
     def backward(ctx, grad):
         (keep,) = ctx.saved_tensors
-        return grad * keep * ctx.scale, None, None
+        return (grad * keep * ctx.scale).astype(grad.dtype, copy=False), None, None
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, generator=None) -> Tensor:

@@ -20,7 +20,7 @@ from numbers import Number
 import numpy as np
 
 from minigrad.tensor import grad_rules
-from minigrad.tensor.dtypes import bool_, default_float, is_floating_point, promote_types, result_type
+from minigrad.tensor.dtypes import bool_, default_float, is_floating_point, result_type, tensors_result_type
 from minigrad.tensor.errors import DTypeError, ShapeError, describe
 from minigrad.tensor.function import Function
 from minigrad.tensor.op_table import register
@@ -55,7 +55,8 @@ def _as_operand(x, like: Tensor, op: str):
 
 
 def _binary_operands(a, b, op: str):
-    """Line the operands up: two tensors of one dtype (PyTorch's promotion), or a tensor and a number."""
+    """Line the operands up: two tensors of one dtype (PyTorch's promotion, 0-d tensors ranking below the
+    others), or a tensor and a number."""
     if type(a) in _PLAIN_NUMBERS and isinstance(b, Tensor):  # 2 * x
         dt = result_type(b._data.dtype, a)
         return a, (b if dt is b._data.dtype else cast(b, dt))
@@ -63,7 +64,7 @@ def _binary_operands(a, b, op: str):
         if isinstance(b, Tensor):
             da, db = a._data.dtype, b._data.dtype
             if da is not db and da != db:
-                dt = promote_types(da, db)
+                dt = tensors_result_type(da, a._data.ndim, db, b._data.ndim)
                 a, b = cast(a, dt), cast(b, dt)
             return a, b
         b = _as_operand(b, a, op)

@@ -1,4 +1,4 @@
-"""Reductions: sum, mean, max/min, var/std over some dimensions; argmax/argmin.
+"""Reductions: sum, mean, max/min, var/std, vector norms over some dimensions; argmax/argmin.
 
 ``dim`` may be ``None`` (reduce everything), an int or a tuple of ints;
 ``keepdim=True`` keeps each reduced dimension with size 1, which is handy for
@@ -9,10 +9,16 @@ were reduced: every element of the input contributed once to a sum, so each
 gets the output's gradient (d sum / d x_i = 1); for a mean each gets 1/n of
 it; for a max only the winning element gets it (shared at ties). The sum and
 mean rules are in :mod:`minigrad.tensor.grad_rules` (exercise 4.3).
+
+On float16 data the ops that add terms up (sum, mean, var, std, vector_norm)
+accumulate in float32 and round their result once, as PyTorch's do (see
+:mod:`minigrad.tensor.bfloat16_compute`): a float16 norm of 300 is not
+``inf`` because its squares passed 65,504 on the way.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 
@@ -21,13 +27,14 @@ import numpy as np
 from minigrad.tensor import grad_rules
 from minigrad.tensor.backend import array_module
 from minigrad.tensor.dtypes import default_float, int64, is_floating_point
+from minigrad.tensor.errors import DTypeError, describe
 from minigrad.tensor.function import Function
 from minigrad.tensor.op_table import register
 from minigrad.tensor.ops.convert import cast
 from minigrad.tensor.tensor import ReduceResult, Tensor, make_tensor
 
 __all__ = [
-    "sum", "mean", "max", "min", "amax", "amin", "var", "std", "argmax", "argmin", "all", "any",
+    "sum", "mean", "max", "min", "amax", "amin", "var", "std", "vector_norm", "argmax", "argmin", "all", "any",
     "normalize_dims",
 ]
 
@@ -84,8 +91,6 @@ class Sum(Function):
 class Mean(Function):
     def forward(ctx, a, dims, keepdim):
         ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
-        if a.dtype == np.float16:  # let NumPy accumulate in float32
-            return a.mean(axis=dims, keepdims=keepdim)
         return a.sum(axis=dims, keepdims=keepdim) / _count(a.shape, dims)
 
     def backward(ctx, grad):
@@ -132,11 +137,17 @@ class Var(Function):
     """
 
     def forward(ctx, a, dims, keepdim, correction):
-        centered = a - a.mean(axis=dims, keepdims=True)
+        return ctx.variance(a, dims, keepdim, correction).astype(a.dtype, copy=False)
+
+    def variance(ctx, a, dims, keepdim, correction):
+        """The variance, accumulated in float64 on the CPU (as PyTorch's CPU kernels: squares of 1e20 fit),
+        in ``a``'s dtype elsewhere; saves the deviations from the mean in ``a``'s dtype."""
+        wide = a.astype(np.float64) if isinstance(a, np.ndarray) else a
+        centered = wide - wide.mean(axis=dims, keepdims=True)
         degrees_of_freedom = _count(a.shape, dims) - correction
         ctx.denominator = degrees_of_freedom if degrees_of_freedom > 0 else 0
         ctx.shape, ctx.dims, ctx.keepdim = a.shape, dims, keepdim
-        ctx.save_for_backward(centered)
+        ctx.save_for_backward(centered.astype(a.dtype, copy=False))
         squares = (centered * centered).sum(axis=dims, keepdims=keepdim)
         if ctx.denominator > 0:
             return squares / ctx.denominator
@@ -151,6 +162,65 @@ class Var(Function):
             return grad * centered * (2.0 / ctx.denominator), None, None, None
         with np.errstate(invalid="ignore"):
             return grad * centered * np.inf, None, None, None
+
+
+class Std(Var):
+    """``sqrt(var)`` in one node, so float16 data takes the square root before rounding (as PyTorch does)."""
+
+    def forward(ctx, a, dims, keepdim, correction):
+        out = (ctx.variance(a, dims, keepdim, correction) ** 0.5).astype(a.dtype, copy=False)
+        ctx.save_for_backward(ctx._saved[0], out)
+        return out
+
+    def backward(ctx, grad):
+        centered, out = ctx.saved_tensors
+        if not ctx.keepdim:
+            shape = _kept_shape(ctx.shape, ctx.dims)
+            grad, out = grad.reshape(shape), out.reshape(shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if ctx.denominator > 0:
+                return grad * centered / (out * ctx.denominator), None, None, None
+            return grad * centered * np.inf, None, None, None
+
+
+class VectorNorm(Function):
+    """``(sum |a|^p)^(1/p)`` over ``dims``; ``p = inf``: the largest ``|a|``.
+
+    Gradients (PyTorch's): ``p = 2``: ``a / norm``; ``p = 1``: ``sign(a)``;
+    other p: ``sign(a) |a|^(p-1) / norm^(p-1)``; where the norm is 0 the
+    gradient is 0; ``p = inf``: ``sign(a)`` at the largest ``|a|``, split at ties.
+    """
+
+    def forward(ctx, a, p, dims, keepdim):
+        ctx.p, ctx.shape, ctx.dims, ctx.keepdim = p, a.shape, dims, keepdim
+        magnitude = abs(a)
+        if p == math.inf:
+            out = magnitude.max(axis=dims, keepdims=True)
+        elif p == 2:
+            out = (a * a).sum(axis=dims, keepdims=True) ** 0.5
+        elif p == 1:
+            out = magnitude.sum(axis=dims, keepdims=True)
+        else:
+            out = (magnitude**p).sum(axis=dims, keepdims=True) ** (1.0 / p)
+        ctx.save_for_backward(a, out)
+        return out if keepdim else out.reshape(_reduced_shape(a.shape, dims))
+
+    def backward(ctx, grad):
+        a, norm = ctx.saved_tensors
+        if not ctx.keepdim:
+            grad = grad.reshape(norm.shape)
+        xp = array_module(a)
+        p = ctx.p
+        if p == math.inf:
+            winners = abs(a) == norm
+            count = winners.sum(axis=ctx.dims, keepdims=True).astype(grad.dtype)
+            return grad * xp.sign(a) * winners / count, None, None, None
+        if p == 1:
+            return grad * xp.sign(a), None, None, None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = xp.where(norm == 0, 0, grad / norm ** (p - 1)).astype(grad.dtype)
+        local = a if p == 2 else xp.sign(a) * abs(a) ** (p - 1)
+        return local * scale, None, None, None
 
 
 def _float_input(x: Tensor, op: str) -> Tensor:
@@ -215,8 +285,29 @@ def var(x: Tensor, dim=None, keepdim: bool = False, *, correction: float = 1) ->
 
 
 def std(x: Tensor, dim=None, keepdim: bool = False, *, correction: float = 1) -> Tensor:
-    """Standard deviation: ``var(...).sqrt()`` (two graph nodes)."""
-    return _variance(x, dim, keepdim, correction, "std").sqrt()
+    """Standard deviation: the square root of :func:`var`, one graph node."""
+    return _variance(x, dim, keepdim, correction, "std")
+
+
+def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A002 - PyTorch's name
+    """``torch.linalg.vector_norm``: ``(sum |x|^ord)^(1/ord)`` over ``dim`` (all elements when None).
+
+    ``ord`` is a number > 0 or ``inf`` (the largest ``|x|``). Floating point
+    tensors only, as in PyTorch; float16 accumulates in float32.
+    """
+    if not is_floating_point(x._data.dtype):
+        raise DTypeError(
+            f"vector_norm: expected a floating point tensor, got {describe(x)}; convert with .float()"
+        )
+    if isinstance(ord, bool) or not isinstance(ord, numbers.Real) or not ord > 0:
+        raise ValueError(
+            f"vector_norm: ord must be a number > 0 or inf (2: Euclidean, 1: sum of |x|, inf: largest |x|), "
+            f"got {ord!r}"
+        )
+    dims = normalize_dims(x._data.ndim, dim, "vector_norm")
+    if ord == math.inf and x._data.size == 0:
+        raise ValueError(f"vector_norm: ord=inf of the empty tensor of shape {x.shape} is not defined")
+    return VectorNorm.apply(x, float(ord), dims, bool(keepdim))
 
 
 def _variance(x: Tensor, dim, keepdim, correction, op: str) -> Tensor:
@@ -232,7 +323,8 @@ def _variance(x: Tensor, dim, keepdim, correction, op: str) -> Tensor:
             UserWarning,
             stacklevel=3,
         )
-    return Var.apply(_float_input(x, op), dims, bool(keepdim), correction)
+    node = Std if op == "std" else Var
+    return node.apply(_float_input(x, op), dims, bool(keepdim), correction)
 
 
 def _arg(x: Tensor, dim, keepdim: bool, op: str, fn) -> Tensor:
@@ -265,4 +357,4 @@ def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
 
 
 # what the Tensor's methods call (see op_table.py)
-register(all, amax, amin, any, argmax, argmin, max, mean, min, std, sum, var)
+register(all, amax, amin, any, argmax, argmin, max, mean, min, std, sum, var, vector_norm)
