@@ -71,5 +71,5 @@ def first_failure_confirmed(scaled: Iterable, full: Iterable, attempt: Callable,
                 raise
             if small is None:
                 raise Counterexample(describe(case), err) from None
-            also = AssertionError(f"{str(small[1]) or 'assertion failed'}\nat the exercise's sizes it fails too: {describe(case)}")
+            also = AssertionError(f"{str(small[1]) or 'assertion failed'}\nat full size it fails too: {describe(case)}")
             raise Counterexample(describe(small[0]), also) from None
