@@ -25,7 +25,7 @@ import numpy as np
 
 from minigrad.grading.checks._kernels import (
     assert_close, assert_compiles_for_gpu, assert_sectors_within, blocks_of, compile_for_gpu, launch, launch_scaled,
-    nan_array, np_generator, prepare_child, scaled_note,
+    nan_array, np_generator, on_the_learners_line, prepare_child, scaled_note,
 )
 from minigrad.grading.checks._smallest import first_failure_confirmed
 from minigrad.grading.probing import exercise, probe
@@ -110,7 +110,8 @@ def _describe(case) -> str:
 
 def _problems(learner, gen, what: str, small, full, coalesced: bool = False) -> None:
     """``(rows, cols, block)`` problems: ``small`` ones in blocks of 2 x 4, then ``full`` ones in blocks of 32 x 8."""
-    first_failure_confirmed(small, full, lambda case: _run(learner, gen, *case, what, coalesced=coalesced), _describe)
+    attempt = on_the_learners_line(learner, lambda case: _run(learner, gen, *case, what, coalesced=coalesced))
+    first_failure_confirmed(small, full, attempt, _describe)
 
 
 @exercise("7.4")

@@ -28,7 +28,7 @@ import numpy as np
 
 from minigrad.grading.checks._kernels import (
     assert_close, assert_coalesced, assert_compiles_for_gpu, blocks_of, compile_for_gpu, launch, launch_scaled, nan_array,
-    np_generator, prepare_child, scaled_note,
+    np_generator, on_the_learners_line, prepare_child, scaled_note,
 )
 from minigrad.grading.checks._smallest import first_failure_confirmed
 from minigrad.grading.probing import exercise, probe
@@ -87,7 +87,8 @@ def _describe(case) -> str:
 
 def _products(learner, gen, what: str, small, full, coalesced: bool = False) -> None:
     """``(m, k, n, tile)`` products: ``small`` ones with ``TILE`` scaled to 2, then ``full`` ones at 16."""
-    first_failure_confirmed(small, full, lambda case: _run(learner, gen, *case, what, coalesced=coalesced), _describe)
+    attempt = on_the_learners_line(learner, lambda case: _run(learner, gen, *case, what, coalesced=coalesced))
+    first_failure_confirmed(small, full, attempt, _describe)
 
 
 @exercise("7.3")

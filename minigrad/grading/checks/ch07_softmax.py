@@ -34,7 +34,8 @@ import math
 import numpy as np
 
 from minigrad.grading.checks._kernels import (
-    assert_close, assert_coalesced, assert_compiles_for_gpu, call_scaled, compile_for_gpu, prepare_child, np_generator,
+    assert_close, assert_coalesced, assert_compiles_for_gpu, call_scaled, compile_for_gpu, np_generator, on_the_learners_line,
+    prepare_child,
 )
 from minigrad.grading.checks._smallest import first_failure_confirmed
 from minigrad.grading.probing import exercise, probe
@@ -116,8 +117,8 @@ def _describe(case) -> str:
 
 def _matrices(learner, what: str, small, full, coalesced: bool = False) -> None:
     """``small`` matrices with ``BLOCK`` scaled to 8, then ``full`` ones as written (``(x, None)`` cases)."""
-    first_failure_confirmed([(x, SMALL) for x in small], [(x, None) for x in full],
-                            lambda case: _run(learner, case[0], what, case[1], coalesced=coalesced), _describe)
+    attempt = on_the_learners_line(learner, lambda case: _run(learner, case[0], what, case[1], coalesced=coalesced))
+    first_failure_confirmed([(x, SMALL) for x in small], [(x, None) for x in full], attempt, _describe)
 
 
 def _normal(gen, rows: int, cols: int) -> np.ndarray:

@@ -26,7 +26,7 @@ import numpy as np
 
 from minigrad.grading.checks._kernels import (
     assert_close, assert_coalesced, assert_compiles_for_gpu, blocks_of, compile_for_gpu, launch, launch_scaled, nan_array,
-    np_generator, prepare_child, scaled_note,
+    np_generator, on_the_learners_line, prepare_child, scaled_note,
 )
 from minigrad.grading.checks._smallest import first_failure_confirmed
 from minigrad.grading.probing import exercise, probe
@@ -99,7 +99,8 @@ def _describe(case) -> str:
 
 def _matrices(learner, gen, what: str, small, full, layout: bool = False) -> None:
     """``(rows, cols, tile)`` matrices: ``small`` ones with tiles of 4 (blocks of 4 x 2), then ``full`` ones at 32."""
-    first_failure_confirmed(small, full, lambda case: _run(learner, gen, *case, what, layout=layout), _describe)
+    attempt = on_the_learners_line(learner, lambda case: _run(learner, gen, *case, what, layout=layout))
+    first_failure_confirmed(small, full, attempt, _describe)
 
 
 @exercise("7.5")

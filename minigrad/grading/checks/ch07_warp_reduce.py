@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad.grading.checks._kernels import (
-    assert_compiles_for_gpu, blocks_of, compile_for_gpu, launch, launch_scaled, np_generator, prepare_child, scaled_note,
+    assert_compiles_for_gpu, blocks_of, compile_for_gpu, launch, launch_scaled, np_generator, on_the_learners_line,
+    prepare_child, scaled_note,
 )
 from minigrad.grading.checks._smallest import first_failure_confirmed
 from minigrad.grading.probing import exercise, probe
@@ -87,7 +88,8 @@ def _describe(launch) -> str:
 
 def _launches(learner, gen, what: str, small, full) -> None:
     """``(n, blocks, block)`` launches: ``small`` ones with blocks of one or two warps, then ``full`` ones at 256."""
-    first_failure_confirmed(small, full, lambda launch: _run(learner, gen, *launch, what), _describe)
+    attempt = on_the_learners_line(learner, lambda launch: _run(learner, gen, *launch, what))
+    first_failure_confirmed(small, full, attempt, _describe)
 
 
 @exercise("7.6")
