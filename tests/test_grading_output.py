@@ -105,3 +105,93 @@ def test_a_failing_kernel_names_a_block_of_at_most_8_threads(bug_id, tmp_path):
 def test_a_learner_exception_is_shown_once_as_file_and_line(tmp_path):
     text = _grade_bug("grid_stride_bound_off_by_one", tmp_path)
     assert len(re.findall(r"\(07_elementwise\.py:\d+\)", text)) == 1, text
+
+
+# Caught only by what is judged at the exercise's own sizes (coalescing, bank conflicts, the GPU build, whole
+# warps): their report names the full-size launch.
+FULL_SIZE_ONLY = {
+    "matmul_signed_phase_offset": "the GPU build",
+    "matmul_a_tile_loaded_down_columns": "coalescing",
+    "transpose_tile_not_padded": "bank conflicts",
+    "transpose_signed_loop": "the GPU build",
+    "softmax_threads_not_warps": "whole warps",
+}
+SCALED_KERNEL_BUGS = [b.id for b in BUGS.values() if b.exercise in ("7.2", "7.3", "7.4", "7.5", "7.6", "7.7")
+                      and b.id not in FULL_SIZE_ONLY]
+_INPUT = {  # the input's operands as the counterexample names them
+    "7.2": r"n=(\d+) elements", "7.3": r"a (\d+)x(\d+) @ \d+x(\d+) product", "7.4": r"(\d+) rows x (\d+) columns",
+    "7.5": r"a (\d+) x (\d+) matrix", "7.6": r"n=(\d+) elements", "7.7": r"a (\d+) x (\d+) matrix",
+}
+
+
+@pytest.mark.parametrize("bug_id", SCALED_KERNEL_BUGS)
+def test_a_failing_kernel_of_7_2_to_7_7_names_a_block_of_at_most_8_threads_and_a_small_input(bug_id, tmp_path):
+    """At most 8 threads (one warp for 7.6's shuffles), at most 64 elements in each operand, the learner's FILE:LINE."""
+    bug = BUGS[bug_id]
+    text = _grade_bug(bug_id, tmp_path)
+    found = re.search(r"smallest failing input: (.*)", text)
+    assert found, text
+    line = found.group(1)
+    threads = re.search(r"blocks?(?:\(s\))? of (?:\d+ x \d+ = )?(\d+) threads", line)
+    assert threads and int(threads.group(1)) <= (32 if bug.exercise == "7.6" else 8), text
+    if bug.exercise == "7.6":
+        assert "one warp" in line, text
+    sizes = re.search(_INPUT[bug.exercise], line)
+    assert sizes, text
+    numbers = [int(n) for n in sizes.groups()]
+    operands = [numbers[0] * numbers[1], numbers[1] * numbers[2]] if bug.exercise == "7.3" else [math.prod(numbers)]
+    assert max(operands) <= 64, text
+    assert re.search(rf"{re.escape(bug.file)}:\d+", text), text  # the learner's kernel or the failing line
+    assert "at full size it fails too: " in text, text
+
+
+@pytest.mark.parametrize("bug_id", ["matmul_a_tile_loaded_down_columns", "transpose_tile_not_padded"])
+def test_coalescing_and_bank_conflicts_are_judged_at_the_exercise_sizes(bug_id, tmp_path):
+    text = _grade_bug(bug_id, tmp_path)
+    assert re.search(r"smallest failing input: .* block\(s\) of \d+ x \d+ = 256 threads\n", text), text
+    assert "for this run" not in text, text
+
+
+def _solution_module(file: str):
+    spec = importlib.util.spec_from_file_location(f"solution_{file[:-3]}", ROOT / "solutions" / file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_scaled_launch_leaves_the_module_and_its_host_code_at_the_real_sizes():
+    import numpy as np
+
+    from minigrad.grading.checks._kernels import call_scaled, launch_scaled
+
+    module = _solution_module("07_block_reduce.py")
+    x = np.arange(13, dtype=np.float32)
+    answer = launch_scaled(module, {}, "block_sum", {"BLOCK": [256, 8]}, 2, 8, [x, np.zeros(1, np.float32), 13])
+    assert answer["arrays"][1][0] == x.sum() and answer["stats"]["block"] == (8, 1, 1)
+    assert module.BLOCK == 256 and module.block_sum.func.__globals__["BLOCK"] == 256
+    module.shared_memory_sum(x)
+    from minigrad.gpu import jit
+
+    assert jit.last_launch_stats().as_dict()["block"] == (256, 1, 1)
+    assert launch_scaled(module, {}, "block_sum", {"BLOCK": [128, 8]}, 1, 8, [x, np.zeros(1, np.float32), 13]) is None
+    softmax = _solution_module("07_softmax.py")
+    answer = call_scaled(softmax, {}, "softmax_rows", {"BLOCK": [None, 8]}, [np.ones((2, 3), np.float32)])
+    assert answer["stats"]["block"] == (8, 1, 1) and softmax.BLOCK == 128
+
+
+def test_a_scaled_failure_alone_fails_nothing_and_leads_the_report_when_the_full_size_fails():
+    from minigrad.grading.checks._smallest import Counterexample, first_failure_confirmed
+
+    def attempt(case):
+        assert case not in failing, f"wrong at {case}"
+
+    failing = {"small"}
+    first_failure_confirmed(["small"], ["full"], attempt, str)
+    failing = {"small", "full"}
+    with pytest.raises(Counterexample) as raised:
+        first_failure_confirmed(["tiny", "small"], ["full"], attempt, str)
+    assert raised.value.described == "small" and "at full size it fails too: full" in str(raised.value)
+    failing = {"full"}
+    with pytest.raises(Counterexample) as raised:
+        first_failure_confirmed(["small"], ["full"], attempt, str)
+    assert raised.value.described == "full" and "fails too" not in str(raised.value)

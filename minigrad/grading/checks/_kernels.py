@@ -13,17 +13,93 @@ before the submission is loaded.
 
 from __future__ import annotations
 
+import re
+import types
+from pathlib import Path
+
 import numpy as np
+
+from minigrad.grading.probing import LearnerError
 
 
 def launch(submission, state, kernel_name: str, grid, block, args: list) -> dict:
     """(child) ``submission.<kernel_name>[grid, block](*args)``; the arrays after it and the launch's counters."""
+    return _launched(getattr(submission, kernel_name), grid, block, args)
+
+
+def _launched(kernel, grid, block, args: list) -> dict:
     from minigrad.gpu import jit
 
-    kernel = getattr(submission, kernel_name)
     kernel[tuple(grid) if isinstance(grid, list) else grid, tuple(block) if isinstance(block, list) else block](*args)
     stats = jit.last_launch_stats().as_dict()
     return {"arrays": [a for a in args if isinstance(a, np.ndarray)], "stats": stats}
+
+
+def launch_scaled(submission, state, kernel_name: str, sizes: dict, grid, block, args: list) -> dict | None:
+    """(child) :func:`launch` with the module's size constants scaled down: ``sizes`` maps a name to ``[real, small]``.
+
+    Only the launch sees the small values: the kernel runs as a copy whose
+    globals are a copy of the module's namespace with ``sizes`` applied (the
+    module's other kernels and functions rebound to it), so the module
+    itself, its host code and every other launch keep the real values, and
+    the copy runs the learner's own code objects. None (nothing launched)
+    where :func:`_scaled_namespace` refuses.
+    """
+    namespace = _scaled_namespace(submission, sizes)
+    if namespace is None:
+        return None
+    from minigrad.gpu.kernel import RawKernel
+
+    kernel = namespace.get(kernel_name)
+    if type(kernel) is not RawKernel:
+        return None
+    return _launched(kernel, grid, block, args)
+
+
+def call_scaled(submission, state, function_name: str, sizes: dict, args: list) -> dict | None:
+    """(child) The module's ``function_name(*args)`` (a host function that launches) seeing ``sizes`` as in
+    :func:`launch_scaled`; its result and the last launch's counters, or None where that refuses."""
+    from minigrad.gpu import jit
+
+    namespace = _scaled_namespace(submission, sizes)
+    function = None if namespace is None else namespace.get(function_name)
+    if type(function) is not types.FunctionType:
+        return None
+    out = function(*args)
+    stats = jit.last_launch_stats()
+    return {"out": np.asarray(out), "stats": None if stats is None else stats.as_dict()}
+
+
+def _scaled_namespace(submission, sizes: dict) -> dict | None:
+    """A copy of the module's namespace with ``sizes`` applied, its kernels, device and plain functions rebound to it.
+
+    None unless every name in ``sizes`` holds an int in the module equal to
+    its ``real`` value (any int where ``real`` is None): a module whose sizes
+    differ from the exercise's has no scaled-down version of the same design.
+    """
+    from minigrad.gpu.dialect import DeviceFunction
+    from minigrad.gpu.kernel import RawKernel
+
+    module = vars(submission)
+    for name, (real, _) in sizes.items():
+        value = module.get(name)
+        if type(value) is not int or (real is not None and value != real):
+            return None
+    namespace = dict(module)
+    namespace.update({name: small for name, (_, small) in sizes.items()})
+    for name, value in module.items():
+        if type(value) in (RawKernel, DeviceFunction) and type(value.func) is types.FunctionType \
+                and value.func.__globals__ is module:
+            namespace[name] = type(value)(_rebound(value.func, namespace))
+        elif type(value) is types.FunctionType and value.__globals__ is module:
+            namespace[name] = _rebound(value, namespace)
+    return namespace
+
+
+def _rebound(func: types.FunctionType, namespace: dict) -> types.FunctionType:
+    copy = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__, func.__closure__)
+    copy.__kwdefaults__ = func.__kwdefaults__
+    return copy
 
 
 def np_generator(rng) -> np.random.Generator:
@@ -53,6 +129,37 @@ def assert_close(actual, expected, what: str, rtol: float = 1e-5, atol: float = 
             f"{what}: {int(wrong.sum())} of {actual.size} elements are wrong, the first at index {first}: "
             f"got {float(actual[first]):.6g}, expected {float(expected[first]):.6g}"
         )
+
+
+def on_the_learners_line(learner, attempt):
+    """``attempt(case)``, where a simulator error that names no ``FILE:LINE`` (a race, a divergent barrier: found
+    after the thread's frame is gone) gets the learner's file at the first line its message names."""
+    def located(case):
+        try:
+            attempt(case)
+        except LearnerError as err:
+            line = re.search(r"\bline (\d+)", err.message) if err.where is None else None
+            if line is None:
+                raise
+            raise LearnerError(err.message, f"{Path(str(learner.path)).name}:{line.group(1)}", err.mro) from None
+
+    return located
+
+
+def blocks_of(grid, block) -> str:
+    """A launch in words: ``a grid of 2 block(s) of 8 threads``, ``a grid of 3 x 2 block(s) of 4 x 2 = 8 threads``."""
+    grid, block = (tuple(d) if isinstance(d, (list, tuple)) else (d,) for d in (grid, block))
+    shape = " x ".join(str(d) for d in block)
+    threads = int(np.prod(block))
+    return (f"a grid of {' x '.join(str(d) for d in grid)} block(s) of "
+            f"{shape if len(block) == 1 else f'{shape} = {threads}'} threads")
+
+
+def scaled_note(sizes: dict) -> str:
+    """What a scaled-down launch changed: ``(BLOCK = 8 for this run; the exercise's is 256)``."""
+    small = ", ".join(f"{name} = {s}" for name, (_, s) in sizes.items())
+    real = ", ".join(str(r) for r, _ in sizes.values())
+    return f"({small} for this run; the exercise's {'is' if len(sizes) == 1 else 'are'} {real})"
 
 
 def prepare_child() -> None:

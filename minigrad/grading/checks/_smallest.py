@@ -42,3 +42,34 @@ def first_failure(cases: Iterable, attempt: Callable, describe: Callable[..., st
             if isinstance(err, Counterexample):
                 raise
             raise Counterexample(describe(case), err) from None
+
+
+def first_failure_confirmed(scaled: Iterable, full: Iterable, attempt: Callable, describe: Callable[..., str]) -> None:
+    """:func:`first_failure` over ``scaled`` then ``full``, where ``scaled`` cases run the design scaled down.
+
+    A ``scaled`` case runs the learner's code at sizes the exercise does not
+    fix (a kernel whose block-size constants the grader made small), so its
+    failure alone fails nothing: code written only for the exercise's sizes
+    is not wrong. The verdict is the ``full`` cases'; when one fails, the
+    report leads with the first failing ``scaled`` case if there is one (and
+    names the full-size case that also fails), else with the full-size case.
+    """
+    small = None
+    for case in scaled:
+        try:
+            attempt(case)
+        except (AssertionError, LearnerError) as err:
+            if isinstance(err, Counterexample):
+                raise
+            small = (case, err)
+            break
+    for case in full:
+        try:
+            attempt(case)
+        except (AssertionError, LearnerError) as err:
+            if isinstance(err, Counterexample):
+                raise
+            if small is None:
+                raise Counterexample(describe(case), err) from None
+            also = AssertionError(f"{str(small[1]) or 'assertion failed'}\nat full size it fails too: {describe(case)}")
+            raise Counterexample(describe(small[0]), also) from None

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.grading.checks._smallest import first_failure, smallest_first
 from minigrad.grading.checks._tensors import analytic as _analytic
 from minigrad.grading.probing import exercise, probe
 
@@ -160,11 +161,21 @@ def _broadcast_pair(gen) -> tuple[tuple, tuple]:
             return shape, out
 
 
+def _broadcast_pairs(gen, count: int) -> list[tuple[tuple, tuple]]:
+    """``count`` drawn pairs, the smallest broadcast shape first."""
+    return smallest_first([_broadcast_pair(gen) for _ in range(count)], lambda pair: (int(np.prod(pair[1])), len(pair[1])))
+
+
+def _describe_pair(pair) -> str:
+    return f"a grad of shape {pair[1]} for an operand of shape {pair[0]}"
+
+
 @exercise("4.1")
 def test_unbroadcast_matches_finite_differences(learner, rng):
     gen = _np(rng)
-    for _ in range(25):
-        shape, out_shape = _broadcast_pair(gen)
+
+    def attempt(pair):
+        shape, out_shape = pair
         x = gen.standard_normal(shape)
         grad = gen.standard_normal(out_shape)
         got, [after, _] = _rule(learner, "unbroadcast", grad, shape)
@@ -172,13 +183,16 @@ def test_unbroadcast_matches_finite_differences(learner, rng):
         numeric = _finite_differences(lambda v: float((grad * np.broadcast_to(v, out_shape)).sum()), x)
         _close(got, numeric, f"unbroadcast(grad of shape {out_shape}, {shape})", rtol=1e-5, atol=1e-6)
 
+    first_failure(_broadcast_pairs(gen, 25), attempt, _describe_pair)
+
 
 @exercise("4.1")
 def test_unbroadcast_is_the_adjoint_of_broadcasting(learner, rng):
     """<unbroadcast(g), x> == <g, broadcast_to(x)> for every x: summing is what broadcasting's copies call for."""
     gen = _np(rng)
-    for _ in range(40):
-        shape, out_shape = _broadcast_pair(gen)
+
+    def attempt(pair):
+        shape, out_shape = pair
         grad = gen.standard_normal(out_shape)
         got = np.asarray(_rule(learner, "unbroadcast", grad, shape)[0])
         assert got.shape == shape, f"unbroadcast(grad of shape {out_shape}, {shape}) has shape {got.shape}"
@@ -187,6 +201,8 @@ def test_unbroadcast_is_the_adjoint_of_broadcasting(learner, rng):
             f"unbroadcast(grad of shape {out_shape}, {shape}): <result, x> differs from <grad, x broadcast> for a "
             f"random x: every copy of an element must contribute its gradient once"
         )
+
+    first_failure(_broadcast_pairs(gen, 40), attempt, _describe_pair)
 
 
 @exercise("4.1")
@@ -240,9 +256,10 @@ def _check_matmul(learner, gen, a_shape, b_shape) -> None:
 @exercise("4.2")
 def test_matmul_backward_matrices(learner, rng):
     gen = _np(rng)
-    for _ in range(5):
-        n, k, m = (int(s) for s in gen.integers(1, 6, size=3))
-        _check_matmul(learner, gen, (n, k), (k, m))
+    sizes = smallest_first([tuple(int(s) for s in gen.integers(1, 6, size=3)) for _ in range(5)],
+                           lambda nkm: nkm[0] * nkm[1] + nkm[1] * nkm[2])
+    first_failure(sizes, lambda nkm: _check_matmul(learner, gen, nkm[:2], nkm[1:]),
+                  lambda nkm: f"a ({nkm[0]}, {nkm[1]}) @ ({nkm[1]}, {nkm[2]}) matmul")
     n, k, m = (int(s) for s in gen.integers(2, 7, size=3))
     a, b, grad = gen.standard_normal((n, k)), gen.standard_normal((k, m)), gen.standard_normal((n, m))
     result, _ = _rule(learner, "matmul_backward", grad, a, b, trusted=["unbroadcast"])
@@ -301,6 +318,16 @@ def _reduction_case(gen):
     return shape, dim, bool(gen.random() < 0.5)
 
 
+def _reduction_cases(gen, count: int) -> list:
+    """``count`` drawn ``(shape, dim, keepdim)`` cases, the smallest input first."""
+    return smallest_first([_reduction_case(gen) for _ in range(count)], lambda case: (int(np.prod(case[0])), len(case[0])))
+
+
+def _describe_reduction(case) -> str:
+    shape, dim, keepdim = case
+    return f"an input of shape {shape}, dim={dim}, keepdim={keepdim}"
+
+
 def _check_reduction(learner, name, reduce, gen, shape, dim, keepdim) -> None:
     x = gen.standard_normal(shape)
     out = reduce(x, axis=dim, keepdims=keepdim)
@@ -315,8 +342,8 @@ def _check_reduction(learner, name, reduce, gen, shape, dim, keepdim) -> None:
 @exercise("4.3")
 def test_sum_backward_random_dims(learner, rng):
     gen = _np(rng)
-    for _ in range(25):
-        _check_reduction(learner, "sum_backward", np.sum, gen, *_reduction_case(gen))
+    first_failure(_reduction_cases(gen, 25), lambda case: _check_reduction(learner, "sum_backward", np.sum, gen, *case),
+                  _describe_reduction)
     n, m = int(gen.integers(2, 5)), int(gen.integers(2, 5))
     grad = gen.standard_normal(m)
     got = _rule(learner, "sum_backward", grad, (n, m), (0,), False)[0]
@@ -329,8 +356,8 @@ def test_sum_backward_random_dims(learner, rng):
 @exercise("4.3")
 def test_mean_backward_random_dims(learner, rng):
     gen = _np(rng)
-    for _ in range(25):
-        _check_reduction(learner, "mean_backward", np.mean, gen, *_reduction_case(gen))
+    first_failure(_reduction_cases(gen, 25), lambda case: _check_reduction(learner, "mean_backward", np.mean, gen, *case),
+                  _describe_reduction)
     n, m = int(gen.integers(2, 5)), int(gen.integers(2, 5))
     grad = gen.standard_normal((n, 1))
     got = _rule(learner, "mean_backward", grad, (n, m), (1,), True)[0]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.grading.checks._smallest import first_failure, smallest_first
 from minigrad.grading.checks._tensors import as_array, gradcheck_here
 from minigrad.grading.probing import exercise, probe
 
@@ -90,13 +91,18 @@ def _close(actual, expected, what: str, rtol: float = 1e-9, atol: float = 1e-10)
 @exercise("5.2")
 def test_loss_matches_log_sum_exp(learner, rng):
     gen = _np(rng)
-    for _ in range(10):
-        logits, target = _problem(gen)
+
+    def attempt(problem):
+        logits, target = problem
         per_row = -_log_softmax(logits)[np.arange(len(target)), target]
         loss = lambda **options: learner.probe("cross_entropy", logits, target, options)["loss"]  # noqa: E731
         _close(loss(reduction="none"), per_row, "cross_entropy(reduction='none')")
         _close(loss(), per_row.mean(), "cross_entropy (the mean over the batch)")
         _close(loss(reduction="sum"), per_row.sum(), "cross_entropy(reduction='sum')")
+
+    problems = smallest_first([_problem(gen) for _ in range(10)], lambda problem: problem[0].size)
+    first_failure(problems, attempt,
+                  lambda problem: f"{problem[0].shape[0]} rows of {problem[0].shape[1]} logits, targets {problem[1].tolist()}")
 
 
 @exercise("5.2")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.grading.checks._smallest import first_failure, smallest_first
 from minigrad.grading.checks._tensors import as_array, gradcheck_here
 from minigrad.grading.probing import exercise, probe
 
@@ -85,13 +86,18 @@ def _reference(x, w, b=None):
 @exercise("5.5")
 def test_forward_matches_numpy(learner, rng):
     gen = _np(rng)
-    for _ in range(10):
-        n_in, n_out, batch = (int(v) for v in gen.integers(1, 9, size=3))
+
+    def attempt(sizes):
+        n_in, n_out, batch = sizes
         W, b = _weights(gen, n_in, n_out)
         x = gen.standard_normal((batch, n_in))
         answer = learner.probe("forward", int(gen.integers(2**31)), W, b, [x])
         assert answer["is_tensor"] is True, "Linear.forward must return a Tensor"
         _close(answer["outputs"][0], x @ W.T + b, f"Linear({n_in}, {n_out}) on a ({batch}, {n_in}) batch")
+
+    drawn = smallest_first([tuple(int(v) for v in gen.integers(1, 9, size=3)) for _ in range(10)],
+                           lambda sizes: sizes[0] * sizes[1] + sizes[2] * sizes[0])
+    first_failure(drawn, attempt, lambda sizes: f"Linear({sizes[0]}, {sizes[1]}) on a ({sizes[2]}, {sizes[0]}) batch")
 
 
 @exercise("5.5")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.grading.checks._smallest import first_failure, smallest_first
 from minigrad.grading.checks._tensors import as_array, gradcheck_here
 from minigrad.grading.probing import exercise, probe
 
@@ -56,6 +57,11 @@ def _shape(gen) -> tuple[int, ...]:
     return (int(gen.integers(1, 4)), C, int(gen.integers(2, 4)), int(gen.integers(2, 4)))
 
 
+def _shapes(gen, count: int) -> list[tuple[tuple[int, ...], int]]:
+    """``count`` drawn ``(shape, trial)`` cases, the smallest input first (``trial``: the draw's index)."""
+    return smallest_first([(_shape(gen), trial) for trial in range(count)], lambda case: int(np.prod(case[0])))
+
+
 def _inputs(gen, shape):
     C = shape[1]
     # each channel its own offset and spread, so the statistics matter
@@ -83,8 +89,9 @@ def _by_hand(x, weight, bias, eps):
 @exercise("6.4")
 def test_batch_norm_backward_gradcheck(learner, rng):
     gen = _np(rng)
-    for trial in range(8):
-        shape = _shape(gen)
+
+    def attempt(case):
+        shape, trial = case
         x0, w0, b0 = _inputs(gen, shape)
         affine = trial % 4 != 3
         stats = trial % 2 == 0  # with running statistics to update, or without
@@ -94,12 +101,15 @@ def test_batch_norm_backward_gradcheck(learner, rng):
         gradcheck_here(_reference, arrays, [True] * len(arrays), answer, weights,
                        f"batch_norm(input {shape}, training=True, affine={affine})")
 
+    first_failure(_shapes(gen, 8), attempt, lambda case: f"an input of shape {case[0]}, affine={case[1] % 4 != 3}")
+
 
 @exercise("6.4")
 def test_batch_norm_backward_matches_autograd(learner, rng):
     gen = _np(rng)
-    for trial in range(8):
-        shape = _shape(gen)
+
+    def attempt(case):
+        shape, trial = case
         x0, w0, b0 = _inputs(gen, shape)
         eps = float(10.0 ** gen.uniform(-5, -2))
         affine = trial % 3 != 2
@@ -121,6 +131,8 @@ def test_batch_norm_backward_matches_autograd(learner, rng):
                 f"{what}: wrong input gradient; worst at {tuple(int(i) for i in worst)}: got {mine[worst]:.8g}, "
                 f"expected {expected[worst]:.8g}"
             )
+
+    first_failure(_shapes(gen, 8), attempt, lambda case: f"an input of shape {case[0]}, affine={case[1] % 3 != 2}")
 
 
 @exercise("6.4")

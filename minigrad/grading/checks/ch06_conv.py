@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.grading.checks._smallest import first_failure, smallest_first
 from minigrad.grading.checks._tensors import as_array, gradcheck_here
 from minigrad.grading.probing import exercise, probe
 
@@ -170,6 +171,11 @@ def _layouts(gen, shape):
     return {"contiguous": (nchw, "contiguous", nchw), "channels-last": (nhwc, "channels-last", nchw)}
 
 
+def _geometries(gen, count: int, max_side: int = 9) -> list:
+    """``count`` drawn geometries, the smallest input first."""
+    return smallest_first([_geometry(gen, max_side) for _ in range(count)], lambda geometry: int(np.prod(geometry[0])))
+
+
 def _describe(shape, kernel, stride, dilation) -> str:
     return f"input {shape}, kernel {kernel}, stride {stride}, dilation {dilation}"
 
@@ -180,12 +186,15 @@ def _describe(shape, kernel, stride, dilation) -> str:
 @exercise("6.1")
 def test_im2col_matches_the_definition(learner, rng):
     gen = _np(rng)
-    for _ in range(12):
-        shape, kernel, stride, dilation = _geometry(gen)
+
+    def attempt(geometry):
+        shape, kernel, stride, dilation = geometry
         for layout, (base, view, x) in _layouts(gen, shape).items():
             got = learner.probe("im2col_of", base, view, kernel, stride, dilation)
             what = f"im2col({layout} {_describe(shape, kernel, stride, dilation)})"
             _close(got, _naive_im2col(x, kernel, stride, dilation), what, rtol=0, atol=0)
+
+    first_failure(_geometries(gen, 12), attempt, lambda geometry: _describe(*geometry))
 
 
 @exercise("6.1")
@@ -211,8 +220,9 @@ def test_im2col_of_a_strided_view(learner, rng):
 def test_conv2d_forward_with_your_im2col(learner, rng):
     """The library's conv2d forward (padding, one matrix product) runs on your im2col."""
     gen = _np(rng)
-    for _ in range(8):
-        shape, kernel, stride, dilation = _geometry(gen, max_side=7)
+
+    def attempt(geometry):
+        shape, kernel, stride, dilation = geometry
         padding = (int(gen.integers(0, 3)), int(gen.integers(0, 3)))
         O = int(gen.integers(1, 5))
         x = gen.standard_normal(shape)
@@ -221,6 +231,8 @@ def test_conv2d_forward_with_your_im2col(learner, rng):
         out = learner.probe("conv2d_forward", x, w, b, stride, padding, dilation)
         _close(out, _naive_conv(x, w, b, stride, padding, dilation),
                f"conv2d({_describe(shape, kernel, stride, dilation)}, padding {padding}, {O} filters)")
+
+    first_failure(_geometries(gen, 8, max_side=7), attempt, lambda geometry: _describe(*geometry))
 
 
 # ---------------------------------------------------------------- 6.2 col2im and conv backward
