@@ -6,6 +6,7 @@ duck-typed attributes and never imports a stage at module level.
 
 from minigrad.viz.conv_pictures import draw_im2col, feature_maps, im2col_indices, plot_feature_maps, plot_filters
 from minigrad.viz.figure_display import show_figures_as_png
+from minigrad.viz.float_explorer import FORMATS, FloatExplorer, FloatFormat, decode, draw_float_bits, encode, neighbours, spacing
 from minigrad.viz.graph_layout import LayeredLayout, LayoutEdge, layered_layout
 from minigrad.viz.graph_svg import SVGFigure, draw_graph, draw_legend, graph_nodes, stack_figures
 from minigrad.viz.layout_picture import draw_layouts, layout_positions, layout_strides
@@ -24,4 +25,5 @@ __all__ = [
     "draw_layouts", "layout_strides", "layout_positions",
     "draw_tensor_graph", "tensor_graph", "TensorBackpropStepper", "TensorBackpropTrace", "trace_tensor_backprop",
     "LiveTrainingPlot", "compare_curves", "plot_digits", "smooth",
+    "FloatExplorer", "FloatFormat", "FORMATS", "decode", "encode", "neighbours", "spacing", "draw_float_bits",
 ]
