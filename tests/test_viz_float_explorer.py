@@ -12,7 +12,7 @@ from minigrad.viz.float_explorer import (
     FORMATS, FloatExplorer, classify, decode, describe_bits, draw_float_bits, encode, exact_decimal, neighbours,
     shortest_decimal, spacing,
 )
-from minigrad.viz.graph_svg import SVGFigure
+from svg_text_boxes import assert_legible_and_apart
 
 SVG = "{http://www.w3.org/2000/svg}"
 UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32}
@@ -185,18 +185,6 @@ def test_shortest_decimal_reads_back_and_exact_decimal_is_exact():
             assert encode(shortest_decimal(b, "bfloat16"), "bfloat16") == b
 
 
-def _texts(figure: SVGFigure):
-    """(x0, y0, x1, y1) of every text, from its anchor, size and monospace advance (0.6 em)."""
-    boxes = []
-    for t in ET.fromstring(figure.svg).iter(f"{SVG}text"):
-        size = float(t.get("font-size", 12))
-        width = 0.6 * size * len(t.text or "")
-        x = float(t.get("x")) - {"middle": width / 2, "end": width}.get(t.get("text-anchor"), 0)
-        y = float(t.get("y"))
-        boxes.append(((x, y - 0.8 * size, x + width, y + 0.2 * size), size, t.text))
-    return boxes
-
-
 @pytest.mark.parametrize("value, name", [
     ("0.1", "float32"), ("-1e-40", "float32"), ("nan", "float16"), ("65504", "float16"), ("-inf", "bfloat16"),
     ("1e-39", "bfloat16"), ("448", "float8_e4m3fn"), ("0.001", "float8_e4m3fn"), ("-0", "float8_e5m2"),
@@ -205,14 +193,7 @@ def _texts(figure: SVGFigure):
 def test_the_figure_is_legible_apart_and_deterministic(value, name):
     figure = draw_float_bits(encode(value, name), name)
     assert figure.svg == draw_float_bits(encode(value, name), name).svg
-    assert figure.width <= 900
-    boxes = _texts(figure)
-    for i, (box, size, text) in enumerate(boxes):
-        assert size >= 11, text
-        assert 0 <= box[0] and box[2] <= figure.width and 0 <= box[1] and box[3] <= figure.height, text
-        for other, _, other_text in boxes[i + 1:]:
-            apart = box[2] <= other[0] or other[2] <= box[0] or box[3] <= other[1] or other[3] <= box[1]
-            assert apart, f"{text!r} overlaps {other_text!r}"
+    assert_legible_and_apart(figure)
     cells = [r for r in ET.fromstring(figure.svg).iter(f"{SVG}rect") if "data-bit" in r.attrib]
     assert [int(r.get("data-bit")) for r in cells] == list(reversed(range(FORMATS[name].bits)))
 

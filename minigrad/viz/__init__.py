@@ -6,7 +6,8 @@ duck-typed attributes and never imports a stage at module level.
 
 from minigrad.viz.conv_pictures import draw_im2col, feature_maps, im2col_indices, plot_feature_maps, plot_filters
 from minigrad.viz.figure_display import show_figures_as_png
-from minigrad.viz.float_explorer import FORMATS, FloatExplorer, FloatFormat, decode, draw_float_bits, encode, neighbours, spacing
+from minigrad.viz.float_explorer import FloatExplorer, FloatFormat, draw_float_bits
+from minigrad.viz.gradient_histogram import GradientHistogram, collect_gradients, draw_gradient_histogram, precision_shares
 from minigrad.viz.graph_layout import LayeredLayout, LayoutEdge, layered_layout
 from minigrad.viz.graph_svg import SVGFigure, draw_graph, draw_legend, graph_nodes, stack_figures
 from minigrad.viz.layout_picture import draw_layouts, layout_positions, layout_strides
@@ -25,5 +26,6 @@ __all__ = [
     "draw_layouts", "layout_strides", "layout_positions",
     "draw_tensor_graph", "tensor_graph", "TensorBackpropStepper", "TensorBackpropTrace", "trace_tensor_backprop",
     "LiveTrainingPlot", "compare_curves", "plot_digits", "smooth",
-    "FloatExplorer", "FloatFormat", "FORMATS", "decode", "encode", "neighbours", "spacing", "draw_float_bits",
+    "FloatExplorer", "FloatFormat", "draw_float_bits",
+    "GradientHistogram", "collect_gradients", "draw_gradient_histogram", "precision_shares",
 ]
