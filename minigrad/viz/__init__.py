@@ -4,6 +4,7 @@
 duck-typed attributes and never imports a stage at module level.
 """
 
+from minigrad.viz.autocast_graph import AutocastGraph, draw_autocast_graph, small_mlp_step, trace_autocast
 from minigrad.viz.conv_pictures import draw_im2col, feature_maps, im2col_indices, plot_feature_maps, plot_filters
 from minigrad.viz.figure_display import show_figures_as_png
 from minigrad.viz.float_explorer import FloatExplorer, FloatFormat, draw_float_bits
@@ -28,4 +29,5 @@ __all__ = [
     "LiveTrainingPlot", "compare_curves", "plot_digits", "smooth",
     "FloatExplorer", "FloatFormat", "draw_float_bits",
     "GradientHistogram", "collect_gradients", "draw_gradient_histogram", "precision_shares",
+    "AutocastGraph", "draw_autocast_graph", "trace_autocast", "small_mlp_step",
 ]
