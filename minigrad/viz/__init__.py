@@ -13,6 +13,7 @@ from minigrad.viz.graph_layout import LayeredLayout, LayoutEdge, layered_layout
 from minigrad.viz.graph_svg import SVGFigure, draw_graph, draw_legend, graph_nodes, stack_figures
 from minigrad.viz.layout_picture import draw_layouts, layout_positions, layout_strides
 from minigrad.viz.plots import plot_decision_boundary, plot_loss_curve
+from minigrad.viz.scaler_run import ScalerRun, draw_scaler_run, record_scaler_run
 from minigrad.viz.stepper import BackpropStep, BackpropStepper, BackpropTrace, ChainRuleTerm, trace_backprop
 from minigrad.viz.stride_explorer import StrideExplorer, ViewInfo, draw_strided_view, offset_map, strided_view
 from minigrad.viz.tensor_graph import TensorBackpropStepper, TensorBackpropTrace, draw_tensor_graph, tensor_graph, trace_tensor_backprop
@@ -30,4 +31,5 @@ __all__ = [
     "FloatExplorer", "FloatFormat", "draw_float_bits",
     "GradientHistogram", "collect_gradients", "draw_gradient_histogram", "precision_shares",
     "AutocastGraph", "draw_autocast_graph", "trace_autocast", "small_mlp_step",
+    "ScalerRun", "draw_scaler_run", "record_scaler_run",
 ]
