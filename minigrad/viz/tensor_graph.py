@@ -203,29 +203,40 @@ def draw_tensor_graph(
     max_nodes: int = 200,
     caption: str | list[str] | None = None,
     highlight=None,
+    highlight_ops=None,
+    describe=None,
     max_width: float | None = FIT_WIDTH,
 ) -> SVGFigure:
     """Draw the autograd graph of ``root`` (a Tensor or a grad_fn node): one box per tensor, one pill per op.
 
     Leaves that require grad are the shaded boxes; inputs that need no
     gradient are not part of the graph (as in PyTorch) and are not drawn.
-    ``highlight`` maps tensors (or their grad_fn nodes) to colour names.
+    ``highlight`` maps tensors (or their grad_fn nodes) to colour names;
+    ``highlight_ops`` maps them to the colour of the op pill that made them
+    (default: the box's colour). ``describe(node)`` gives the lines of a
+    :class:`TensorGraphNode`'s box (default :func:`describe_tensor_node`).
     A left-to-right graph wider than ``max_width`` wraps into rows (None: never).
     """
     top = tensor_graph(root, names, max_nodes=max_nodes)
-    colours = None
-    if highlight:
-        by_fn = {id(n.fn): n for n in graph_nodes(top, max_nodes, who="draw_tensor_graph")}
-        items = highlight.items() if isinstance(highlight, Mapping) else highlight
-        colours = []
-        for key, colour in items:
-            fn = _root_node(key, "draw_tensor_graph") if hasattr(key, "grad_fn") else key
-            if id(fn) in by_fn:
-                colours.append((by_fn[id(fn)], colour))
+    by_fn = {id(n.fn): n for n in graph_nodes(top, max_nodes, who="draw_tensor_graph")} if highlight or \
+        highlight_ops else {}
     return draw_graph(
-        top, describe=describe_tensor_node, highlight=colours, rankdir=rankdir, max_nodes=max_nodes, caption=caption,
+        top, describe=describe or describe_tensor_node, highlight=_graph_colours(highlight, by_fn),
+        highlight_ops=_graph_colours(highlight_ops, by_fn), rankdir=rankdir, max_nodes=max_nodes, caption=caption,
         max_width=max_width,
     )
+
+
+def _graph_colours(colours, by_fn: dict) -> list | None:
+    """(adapter, colour) pairs from a mapping (or pairs) of tensors or grad_fn nodes to colours; None for none."""
+    if not colours:
+        return None
+    pairs = []
+    for key, colour in (colours.items() if isinstance(colours, Mapping) else colours):
+        fn = _root_node(key, "draw_tensor_graph") if hasattr(key, "grad_fn") else key
+        if id(fn) in by_fn:
+            pairs.append((by_fn[id(fn)], colour))
+    return pairs
 
 
 # ------------------------------------------------------------------ the backward pass, step by step
