@@ -141,6 +141,8 @@ from minigrad.tensor.dtypes import (
     float16,
     float32,
     float64,
+    float8_e4m3fn,
+    float8_e5m2,
     finfo,
     int64,
     is_floating_point,
@@ -241,7 +243,7 @@ __all__ = [
     "backward", "topological_order", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
     "gradcheck", "GradcheckError", "GradcheckResult", "detect_anomaly", "AnomalyError",
     # dtypes, devices, errors
-    "float16", "bfloat16", "float32", "float64", "int64", "bool_", "double", "half", "long",
+    "float16", "bfloat16", "float32", "float64", "int64", "bool_", "float8_e4m3fn", "float8_e5m2", "double", "half", "long",
     "default_float", "promote_types", "is_floating_point", "finfo",
     "Device", "Backend", "DeviceError", "device", "cpu", "register_backend", "unregister_backend",
     "get_backend", "registered_backends", "array_module", "ShapeError", "DTypeError",
