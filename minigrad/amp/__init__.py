@@ -1,8 +1,8 @@
-"""Stage 6 (chapter 09): mixed precision — autocast (PyTorch's op lists on the core's dtype-policy slot) and dynamic loss scaling.
+"""Stage 6 (chapter 09): mixed precision — autocast (PyTorch's op lists on the core's dtype-policy slot), dynamic loss scaling, master weights.
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (822 lines in all):
+The files that carry the chapter's ideas, in the order to read them (1,029 lines in all):
 
 1. ``casting_policy.py`` (51 lines): the core's dtype-policy slot filled from a
    rule ``rule(op, dtypes) -> dtype``: an op's floating point operands cast
@@ -12,7 +12,7 @@ The files that carry the chapter's ideas, in the order to read them (822 lines i
    exp, log, softmax, sums, norms), which in their widest input dtype.
 3. ``autocast_state.py`` (74 lines): per thread and device type, whether
    autocast is on, its dtype, whether weights are cached.
-4. ``autocast_policy.py`` (67 lines): the policy autocast installs: each op's
+4. ``autocast_policy.py`` (76 lines): the policy autocast installs: each op's
    eligible tensors cast to the dtype its list gives.
 5. ``cast_cache.py`` (108 lines): inside one mixed-precision region, each weight
    is cast once (PyTorch's autocast cache).
@@ -23,11 +23,20 @@ The files that carry the chapter's ideas, in the order to read them (822 lines i
 8. ``grad_scaler.py`` (263 lines): ``GradScaler``, PyTorch's API around that
    state machine: ``scale``, ``unscale_``, ``step`` (skipped on inf/NaN),
    ``update``, ``state_dict``.
+9. ``master_weights.py`` (125 lines): the classic recipe: a float16 model, float32
+   masters that the optimizer updates, one step = unscale, inf/NaN check,
+   skip, float32 update, copy down (exercise 9.3).
+10. ``float8_matmul.py`` (73 lines): an experiment: per-tensor scaled float8
+    (e4m3, e5m2) matmul with float32 accumulation, its error beside float16/bfloat16.
 
 Extensions (not on the reading path)
 ------------------------------------
 - ``unscale.py`` (75 lines): one gradient unscaled in place and checked for
   inf/NaN; the GPU stage's fused kernel for ``"cuda"``, through a per-device registry.
+- ``cast_accounting.py`` (36 lines): while memory is tracked, autocast's copy of a
+  parameter or of the data is counted in its source's category.
+- ``step_memory.py`` (35 lines): one step's tracked peak, activation high-water mark
+  and model state, the figures the benchmark and chapter compare.
 """
 
 from minigrad.amp.autocast import autocast
@@ -35,7 +44,9 @@ from minigrad.amp.autocast_state import get_autocast_dtype, is_autocast_enabled
 from minigrad.amp.cast_cache import WeightCastCache, active_cache, cached_cast, weight_cast_cache
 from minigrad.amp.casting_policy import casting_policy
 from minigrad.amp.grad_scaler import GradScaler
+from minigrad.amp.master_weights import MasterWeights, master_weights_step
+from minigrad.amp.step_memory import step_memory
 from minigrad.amp.unscale import register_unscale_kernel
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "casting_policy", "cached_cast", "weight_cast_cache", "WeightCastCache", "active_cache",
-           "GradScaler", "register_unscale_kernel"]
+           "GradScaler", "register_unscale_kernel", "MasterWeights", "master_weights_step", "step_memory"]

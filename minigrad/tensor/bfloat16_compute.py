@@ -25,6 +25,11 @@ dtype (ops promote their operands first, so that is every op on bfloat16):
   incoming gradient and the saved arrays widened) and rounds the gradients
   to bfloat16: gradients of bfloat16 tensors are bfloat16, and sums in
   backward (broadcasting, repeated indices) accumulate in float32.
+
+float16 takes the same route (NumPy's float16 loops convert every element to
+float32 and back one at a time, 10-20x slower than these whole-array
+conversions, :mod:`.float16_casts`), except the ops of
+:data:`FLOAT16_NATIVE_OPS`, which keep their float16 working arrays.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad.tensor.dtypes import bfloat16, float16, float32, is_floating_point
+from minigrad.tensor.float16_casts import astype
 
 __all__ = ["DATA_MOVEMENT_OPS", "ACCUMULATING_OPS", "moves_data", "applies", "forward", "backward"]
 
@@ -42,11 +48,17 @@ DATA_MOVEMENT_OPS = frozenset({
 })
 
 
-#: ops (``Function.op``) that sum many terms: on float16 operands they compute in float32 and round once.
+#: ops (``Function.op``) that sum many terms (kept for reference: on float16 operands every arithmetic op now
+#: computes in float32 and rounds once, as on bfloat16 ones).
 ACCUMULATING_OPS = frozenset({
     "sum", "mean", "var", "std", "vector_norm", "softmax", "log_softmax", "logsumexp",
     "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "batch_norm", "avg_pool2d",
 })
+
+
+#: ops that compute float16 operands on their own, im2col buffers and all in float16 (products in float32 through
+#: :mod:`.fast_float16`): routed through float32 they would hold their working arrays in float32.
+FLOAT16_NATIVE_OPS = frozenset({"conv2d", "max_pool2d"})
 
 
 def moves_data(cls) -> bool:
@@ -57,10 +69,10 @@ def moves_data(cls) -> bool:
 def applies(cls, arrays, storage) -> bool:
     """Does op ``cls`` on these operands (some of dtype ``storage``, the caller checked) compute in float32?
 
-    Yes when every floating point operand is of that dtype, and, for float16,
-    when the op accumulates.
+    Yes when every floating point operand is of that dtype (for float16: unless the op is one of
+    :data:`FLOAT16_NATIVE_OPS`).
     """
-    if storage is float16 and cls.op not in ACCUMULATING_OPS:
+    if storage is float16 and cls.op in FLOAT16_NATIVE_OPS:
         return False
     for a in arrays:
         dtype = getattr(a, "dtype", None)
@@ -70,14 +82,14 @@ def applies(cls, arrays, storage) -> bool:
 
 
 def _widen(a, storage):
-    return a.astype(float32) if getattr(a, "dtype", None) is storage else a
+    return astype(a, float32) if getattr(a, "dtype", None) is storage else a
 
 
 def _round(a, storage):
     dtype = getattr(a, "dtype", None)
     if dtype is not None and dtype.kind == "f":
         with np.errstate(over="ignore"):  # past the format's largest number is inf, as in PyTorch
-            return a.astype(storage)
+            return astype(a, storage)
     return a
 
 

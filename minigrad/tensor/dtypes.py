@@ -13,6 +13,12 @@ Six are supported, as in a small PyTorch:
 ``bool``          masks and comparison results
 ================  =========================================
 
+and two *storage-only* 8-bit floats from ``ml_dtypes`` (chapter 09's float8
+experiment): ``float8_e4m3fn`` (4 exponent bits, 3 mantissa bits, no inf,
+largest 448) and ``float8_e5m2`` (float16's range, 2 mantissa bits). A
+tensor holds them and casts to and from them (rounding to nearest even);
+to compute, cast to a wider float first: ops are not defined on them.
+
 **bfloat16** is float32 with the last 16 bits of the mantissa cut off: the
 same exponent range (no overflow where float32 has none, so no loss scaling),
 but only 8 significant bits (about 2-3 decimal digits). NumPy has no bfloat16;
@@ -62,7 +68,7 @@ Promotion follows PyTorch, which differs from NumPy in three places:
 
 Other NumPy types are mapped on the way in (``uint8`` images become ``int64``,
 ``float128`` becomes ``float64``); complex numbers, strings and the other
-``ml_dtypes`` types (float8, int4, ...) are refused.
+``ml_dtypes`` types (the other float8 variants, int4, ...) are refused.
 """
 
 from __future__ import annotations
@@ -71,8 +77,8 @@ import ml_dtypes
 import numpy as np
 
 __all__ = [
-    "float16", "bfloat16", "float32", "float64", "int64", "bool_",
-    "DTYPES", "FLOATING_DTYPES", "default_float", "as_dtype", "promote_types", "tensors_result_type", "result_type",
+    "float16", "bfloat16", "float32", "float64", "int64", "bool_", "float8_e4m3fn", "float8_e5m2",
+    "DTYPES", "FLOAT8_DTYPES", "FLOATING_DTYPES", "default_float", "as_dtype", "promote_types", "tensors_result_type", "result_type",
     "is_floating_point", "canonical_dtype", "finfo",
 ]
 
@@ -82,9 +88,12 @@ float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
 int64 = np.dtype(np.int64)
 bool_ = np.dtype(np.bool_)
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
 
 DTYPES = (float16, bfloat16, float32, float64, int64, bool_)
 FLOATING_DTYPES = (float16, bfloat16, float32, float64)
+FLOAT8_DTYPES = (float8_e4m3fn, float8_e5m2)  # storage only
 default_float = float32
 
 _NAMES = {
@@ -94,9 +103,10 @@ _NAMES = {
     "float64": float64, "double": float64,
     "int64": int64, "long": int64,
     "bool": bool_,
+    "float8_e4m3fn": float8_e4m3fn, "float8_e5m2": float8_e5m2,
 }
-_CATEGORY = {bool_: 0, int64: 1, float16: 2, bfloat16: 2, float32: 2, float64: 2}
-_SUPPORTED = "float16, bfloat16, float32, float64, int64 and bool"
+_CATEGORY = {bool_: 0, int64: 1, float16: 2, bfloat16: 2, float32: 2, float64: 2, float8_e4m3fn: 2, float8_e5m2: 2}
+_SUPPORTED = "float16, bfloat16, float32, float64, int64 and bool (and float8_e4m3fn, float8_e5m2 for storage)"
 
 
 def as_dtype(dtype) -> np.dtype:
@@ -147,8 +157,8 @@ def canonical_dtype(np_dtype: np.dtype) -> np.dtype:
 
 
 def is_floating_point(dtype: np.dtype) -> bool:
-    """True for float16, bfloat16, float32 and float64 (bfloat16's NumPy ``kind`` is "V", not "f")."""
-    return dtype.kind == "f" or dtype is bfloat16
+    """True for float16, bfloat16, float32, float64 and the float8s (``ml_dtypes`` types have ``kind`` "V", not "f")."""
+    return dtype.kind == "f" or dtype is bfloat16 or dtype in FLOAT8_DTYPES
 
 
 def promote_types(a: np.dtype, b: np.dtype) -> np.dtype:

@@ -253,7 +253,7 @@ def _unwrap(cls, args) -> tuple:
 
 def _run_forward(ctx, arrays, args, kwargs, device, narrow):
     """The output array of ``ctx.forward`` (or of the kernel its device type registered, see :mod:`.dispatch`);
-    bfloat16 operands, and float16 ones of ops that accumulate, are computed in float32; NumPy's refusals become
+    bfloat16 and float16 operands (but of a few float16-native ops) are computed in float32; NumPy's refusals become
     errors naming the op and its operands."""
     forward = _bind_forward(ctx, device.type) if _op_impls and device is not None else ctx.forward
     try:
