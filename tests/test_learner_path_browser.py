@@ -252,6 +252,8 @@ def test_every_file_link_of_the_chapter_opens_the_file_in_an_editor(course_lab, 
                                        ".some(e => e.innerText.includes(text))", arg=first_line, timeout=WAIT)
         finally:
             browser.close()
+    left_in_the_library = list(Path(minigrad.__file__).parent.rglob(".ipynb_checkpoints"))
+    assert not left_in_the_library, f"opening the linked files wrote into the library: {left_in_the_library}"
 
 
 def test_the_projects_tests_stay_green_with_the_learners_answers_in_place(course_lab, tracked_before):

@@ -17,7 +17,7 @@ The files that carry the chapter's ideas, in the order to read them (518 lines i
 Extensions (not on the reading path)
 ------------------------------------
 - ``download.py`` (100 lines): download from the first working mirror, with a checksum.
-- ``cache.py`` (21 lines): where datasets live (``$MINIGRAD_DATA`` or the user cache).
+- ``cache.py`` (25 lines): where datasets live (``$MINIGRAD_DATA`` or the user cache).
 """
 
 from minigrad.data.cache import data_root

@@ -5,7 +5,7 @@ Layout::
     <workspace>/
         exercises/NN_*.py      your answers: copies of the exercise stubs
         chapters/NN_*.ipynb    your copies of the chapters (a clone of the course has them)
-        minigrad               a link to the library's source, for the files the chapters name
+        minigrad/…             read-only copies of the library's files the chapters link to
         .minigrad-workspace    the marker: what the course last wrote into each file (hashes)
 
 Where it is: ``$MINIGRAD_WORKSPACE``; else the nearest folder at or above the
@@ -20,6 +20,9 @@ Invariants
   writes files that are missing or that still hold exactly what the course
   wrote last (their hash is on record). :func:`reset` is the one way to throw
   a change away; it writes only what it is asked and keeps the old text beside.
+- The library files the chapters link to are read-only copies (JupyterLab
+  opens them read-only), always equal to the library's: reading them can
+  neither change the library nor leave JupyterLab's checkpoints inside it.
 - Every write is atomic (a temporary file, then ``os.replace``): a crash leaves
   the old file or the new one, never half of one.
 """
@@ -30,6 +33,7 @@ import ast
 import hashlib
 import json
 import os
+import re
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -72,12 +76,17 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` in one step: readers see the old file or the new one."""
+def write_atomically(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` in one step: readers see the old file or the new one.
+
+    ``mode``: the new file's permissions (default: the old file's, else what the umask allows).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.chmod(temporary, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
+        if mode is None:
+            mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
+        os.chmod(temporary, mode)
         with os.fdopen(handle, "wb") as out:
             out.write(data)
             out.flush()
@@ -131,6 +140,9 @@ class SyncReport:
         return out
 
 
+LIBRARY_LINK = re.compile(rb"\]\(\.\./(minigrad/[\w/]+\.py)\)")
+
+
 def course_files() -> dict[str, bytes]:
     """Every file the course puts in a workspace, by relative path: exercise stubs, and chapters in a clone."""
     files = {f"exercises/{p.file}": workspace_stub_text(p).encode() for p in parts()}
@@ -141,15 +153,28 @@ def course_files() -> dict[str, bytes]:
     return files
 
 
-def _link_library(root: Path) -> None:
-    """``root/minigrad`` points at the library's source, so a chapter's ``../minigrad/...`` links open."""
-    link = root / "minigrad"
-    if link.is_symlink() or link.exists():
-        return
-    try:
-        link.symlink_to(PACKAGE_DIR, target_is_directory=True)
-    except OSError:  # e.g. Windows without the right to make links: the source files stay in the package
-        pass
+def library_files() -> dict[str, bytes]:
+    """The library's files the chapters link to (``../minigrad/...``), by relative path."""
+    files = {}
+    for name, data in course_files().items():
+        if name.startswith("chapters/"):
+            for linked in LIBRARY_LINK.findall(data):
+                path = PACKAGE_DIR.parent / linked.decode()
+                if path.is_file():
+                    files[linked.decode()] = path.read_bytes()
+    return files
+
+
+def _copy_library(root: Path) -> None:
+    """Read-only copies of the library files the chapters link to, under ``root/minigrad``."""
+    folder = root / "minigrad"
+    if folder.is_symlink():  # a workspace made by an earlier version linked the package itself
+        folder.unlink()
+    for relative, data in library_files().items():
+        path = root / relative
+        if path.is_file() and path.read_bytes() == data:
+            continue
+        write_atomically(path, data, mode=0o444)
 
 
 def sync(root: Path | None = None) -> SyncReport:
@@ -179,7 +204,7 @@ def sync(root: Path | None = None) -> SyncReport:
                     report.newer_upstream.append(relative)
                 continue  # the record keeps the version the learner started from
         written[relative] = new
-    _link_library(root)
+    _copy_library(root)
     _save_record(root, written)
     return report
 

@@ -8,6 +8,7 @@ the course folder and in a workspace copy.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from pathlib import Path
@@ -41,7 +42,13 @@ def test_sync_makes_every_exercise_file_and_records_it(root):
         assert (root / "exercises" / part.file).read_text() == workspace_stub_text(part)
     assert {f"exercises/{p.file}" for p in parts()} <= set(report.created)
     assert json.loads((root / workspace.MARKER).read_text())["written"]
-    assert (root / "minigrad").resolve() == (ROOT / "minigrad").resolve()
+    linked = workspace.library_files()
+    assert "minigrad/scalar/engine.py" in linked
+    for relative in linked:
+        copy = root / relative
+        assert copy.read_bytes() == (ROOT / relative).read_bytes() and not os.access(copy, os.W_OK) or os.geteuid() == 0
+        assert copy.stat().st_mode & 0o222 == 0, f"{relative}: the copy must be read-only"
+    assert not (root / "minigrad").is_symlink()
     assert workspace.sync(root).created == []  # nothing left to make
 
 
@@ -186,3 +193,11 @@ def test_the_test_run_never_uses_a_learners_workspace():
     """The run (and the notebooks' kernels, which inherit the variable) grade a pristine workspace of its own."""
     assert workspace.locate() != workspace.default_location().resolve()
     assert all((workspace.locate() / "exercises" / p.file).read_text() == workspace_stub_text(p) for p in parts())
+
+
+def test_an_old_workspace_that_linked_the_package_gets_copies(root):
+    root.mkdir(parents=True)
+    (root / "minigrad").symlink_to(ROOT / "minigrad", target_is_directory=True)
+    workspace.sync(root)
+    assert not (root / "minigrad").is_symlink() and (root / "minigrad" / "scalar" / "engine.py").is_file()
+    assert (ROOT / "minigrad" / "scalar" / "engine.py").stat().st_mode & 0o222, "the library itself stays writable"
