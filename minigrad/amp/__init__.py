@@ -2,25 +2,27 @@
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (822 lines in all):
+The files that carry the chapter's ideas, in the order to read them (905 lines in all):
 
-1. ``casting_policy.py`` (51 lines): the core's dtype-policy slot filled from a
+1. ``float16_bits.py`` (83 lines): the float16 format on the bits: a float32
+   number rounded to nearest even, subnormals, overflow, NaN (exercise 9.1).
+2. ``casting_policy.py`` (51 lines): the core's dtype-policy slot filled from a
    rule ``rule(op, dtypes) -> dtype``: an op's floating point operands cast
    (recorded, differentiable) before it computes.
-2. ``op_lists.py`` (73 lines): PyTorch's lists — which ops run in float16/bfloat16
+3. ``op_lists.py`` (73 lines): PyTorch's lists — which ops run in float16/bfloat16
    (matrix products, convolutions), which in float32 (losses; on CUDA also
    exp, log, softmax, sums, norms), which in their widest input dtype.
-3. ``autocast_state.py`` (74 lines): per thread and device type, whether
+4. ``autocast_state.py`` (74 lines): per thread and device type, whether
    autocast is on, its dtype, whether weights are cached.
-4. ``autocast_policy.py`` (67 lines): the policy autocast installs: each op's
+5. ``autocast_policy.py`` (67 lines): the policy autocast installs: each op's
    eligible tensors cast to the dtype its list gives.
-5. ``cast_cache.py`` (108 lines): inside one mixed-precision region, each weight
+6. ``cast_cache.py`` (108 lines): inside one mixed-precision region, each weight
    is cast once (PyTorch's autocast cache).
-6. ``autocast.py`` (127 lines): ``autocast(device_type, dtype, enabled, cache_enabled)``,
+7. ``autocast.py`` (127 lines): ``autocast(device_type, dtype, enabled, cache_enabled)``,
    a context manager and decorator that nests and restores.
-7. ``scaler_state.py`` (59 lines): dynamic loss scaling as a state machine:
+8. ``scaler_state.py`` (59 lines): dynamic loss scaling as a state machine:
    the scale and its growth tracker after a clean or an overflowing step.
-8. ``grad_scaler.py`` (263 lines): ``GradScaler``, PyTorch's API around that
+9. ``grad_scaler.py`` (263 lines): ``GradScaler``, PyTorch's API around that
    state machine: ``scale``, ``unscale_``, ``step`` (skipped on inf/NaN),
    ``update``, ``state_dict``.
 
