@@ -2,7 +2,7 @@
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (905 lines in all):
+The files that carry the chapter's ideas, in the order to read them (925 lines in all):
 
 1. ``float16_bits.py`` (83 lines): the float16 format on the bits: a float32
    number rounded to nearest even, subnormals, overflow, NaN (exercise 9.1).
@@ -20,8 +20,9 @@ The files that carry the chapter's ideas, in the order to read them (905 lines i
    is cast once (PyTorch's autocast cache).
 7. ``autocast.py`` (127 lines): ``autocast(device_type, dtype, enabled, cache_enabled)``,
    a context manager and decorator that nests and restores.
-8. ``scaler_state.py`` (59 lines): dynamic loss scaling as a state machine:
-   the scale and its growth tracker after a clean or an overflowing step.
+8. ``scaler_state.py`` (79 lines): dynamic loss scaling as a state machine:
+   the scale and its growth tracker after a clean or an overflowing step
+   (exercise 9.4), and which formats need a loss scale at all.
 9. ``grad_scaler.py`` (263 lines): ``GradScaler``, PyTorch's API around that
    state machine: ``scale``, ``unscale_``, ``step`` (skipped on inf/NaN),
    ``update``, ``state_dict``.
@@ -37,7 +38,8 @@ from minigrad.amp.autocast_state import get_autocast_dtype, is_autocast_enabled
 from minigrad.amp.cast_cache import WeightCastCache, active_cache, cached_cast, weight_cast_cache
 from minigrad.amp.casting_policy import casting_policy
 from minigrad.amp.grad_scaler import GradScaler
+from minigrad.amp.scaler_state import needs_loss_scaling
 from minigrad.amp.unscale import register_unscale_kernel
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "casting_policy", "cached_cast", "weight_cast_cache", "WeightCastCache", "active_cache",
-           "GradScaler", "register_unscale_kernel"]
+           "GradScaler", "needs_loss_scaling", "register_unscale_kernel"]

@@ -852,4 +852,32 @@ BUGS: list[Bug] = [
         "biased = np.maximum(exponent + BIAS_16 - 1, 0).astype(np.uint32)",
         "biased = np.maximum(exponent + BIAS_16, 0).astype(np.uint32)",
         "the exponent is re-biased by 15 and the implicit 1 added on top: every normal result is twice too large"),
+    # 9.4: the loss scaler's state machine
+    Bug("scale_grows_after_an_overflow", "09_scaler_state.py", "9.4",
+        "    if found_inf:\n        return float32(scale * backoff_factor), 0\n    successful = growth_tracker + 1\n"
+        "    if successful == growth_interval:\n        grown = float32(scale * growth_factor)\n"
+        "        return (grown if math.isfinite(grown) else scale), 0\n",
+        "    successful = growth_tracker + 1\n    if successful == growth_interval:\n"
+        "        grown = float32(scale * growth_factor)\n        return (grown if math.isfinite(grown) else scale), 0\n"
+        "    if found_inf:\n        return float32(scale * backoff_factor), 0\n",
+        "the interval is checked before the overflow: a step that overflows on the growth_interval-th step grows the scale"),
+    Bug("growth_tracker_not_reset_after_growth", "09_scaler_state.py", "9.4",
+        "return (grown if math.isfinite(grown) else scale), 0", "return (grown if math.isfinite(grown) else scale), successful",
+        "the growth tracker is not reset when the scale grows: it never reaches the interval again"),
+    Bug("growth_tracker_not_reset_on_overflow", "09_scaler_state.py", "9.4",
+        "return float32(scale * backoff_factor), 0", "return float32(scale * backoff_factor), growth_tracker",
+        "an overflow backs off but keeps counting the clean steps from before it"),
+    Bug("scale_grows_to_infinity", "09_scaler_state.py", "9.4",
+        "return (grown if math.isfinite(grown) else scale), 0", "return grown, 0",
+        "a growth past float32's largest number makes the scale infinite"),
+    Bug("scale_kept_in_float64", "09_scaler_state.py", "9.4",
+        "grown = float32(scale * growth_factor)", "grown = scale * growth_factor",
+        "the grown scale is not rounded to float32 (and 2**128 counts as finite)"),
+    Bug("scale_grows_one_step_late", "09_scaler_state.py", "9.4",
+        "if successful == growth_interval:", "if growth_tracker == growth_interval:",
+        "the scale grows after growth_interval + 1 clean steps"),
+    Bug("bfloat16_gets_a_loss_scale", "09_scaler_state.py", "9.4",
+        "return is_floating_point(dtype) and float(finfo(dtype).tiny) > float(finfo(np.float32).tiny)",
+        "return is_floating_point(dtype) and finfo(dtype).bits < 32",
+        "a loss scale for bfloat16 too, because float16 needs one (16 bits wide, but float32's exponent range)"),
 ]
