@@ -2,7 +2,7 @@
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (925 lines in all):
+The files that carry the chapter's ideas, in the order to read them (933 lines in all):
 
 1. ``float16_bits.py`` (83 lines): the float16 format on the bits: a float32
    number rounded to nearest even, subnormals, overflow, NaN (exercise 9.1).
@@ -14,8 +14,8 @@ The files that carry the chapter's ideas, in the order to read them (925 lines i
    exp, log, softmax, sums, norms), which in their widest input dtype.
 4. ``autocast_state.py`` (74 lines): per thread and device type, whether
    autocast is on, its dtype, whether weights are cached.
-5. ``autocast_policy.py`` (67 lines): the policy autocast installs: each op's
-   eligible tensors cast to the dtype its list gives.
+5. ``autocast_policy.py`` (75 lines): the policy autocast installs: each op's
+   eligible tensors cast to the dtype its list gives (exercise 9.2).
 6. ``cast_cache.py`` (108 lines): inside one mixed-precision region, each weight
    is cast once (PyTorch's autocast cache).
 7. ``autocast.py`` (127 lines): ``autocast(device_type, dtype, enabled, cache_enabled)``,
