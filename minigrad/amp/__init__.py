@@ -2,9 +2,9 @@
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (933 lines in all):
+The files that carry the chapter's ideas, in the order to read them (1001 lines in all):
 
-1. ``float16_bits.py`` (83 lines): the float16 format on the bits: a float32
+1. ``float16_bits.py`` (82 lines): the float16 format on the bits: a float32
    number rounded to nearest even, subnormals, overflow, NaN (exercise 9.1).
 2. ``casting_policy.py`` (51 lines): the core's dtype-policy slot filled from a
    rule ``rule(op, dtypes) -> dtype``: an op's floating point operands cast
@@ -14,7 +14,7 @@ The files that carry the chapter's ideas, in the order to read them (933 lines i
    exp, log, softmax, sums, norms), which in their widest input dtype.
 4. ``autocast_state.py`` (74 lines): per thread and device type, whether
    autocast is on, its dtype, whether weights are cached.
-5. ``autocast_policy.py`` (75 lines): the policy autocast installs: each op's
+5. ``autocast_policy.py`` (74 lines): the policy autocast installs: each op's
    eligible tensors cast to the dtype its list gives (exercise 9.2).
 6. ``cast_cache.py`` (108 lines): inside one mixed-precision region, each weight
    is cast once (PyTorch's autocast cache).
@@ -26,6 +26,9 @@ The files that carry the chapter's ideas, in the order to read them (933 lines i
 9. ``grad_scaler.py`` (263 lines): ``GradScaler``, PyTorch's API around that
    state machine: ``scale``, ``unscale_``, ``step`` (skipped on inf/NaN),
    ``update``, ``state_dict``.
+10. ``master_step.py`` (70 lines): one optimizer step on float32 master
+    weights of a 16-bit model: unscale, skip on inf/NaN, clip, update, copy
+    down (exercise 9.3).
 
 Extensions (not on the reading path)
 ------------------------------------
