@@ -944,4 +944,32 @@ BUGS: list[Bug] = [
         "        if model.grad is None:\n            master.grad = None\n            continue\n",
         "        if model.grad is None:\n            continue\n",
         "a weight without a gradient leaves its master's gradient from the last step: the optimizer applies it again"),
+    # 9.5: the fused unscale + inf/NaN check kernel
+    Bug("unscale_flag_reset_on_finite", "09_loss_scale.py", "9.5",
+        "        if not jit.isfinite(g):\n            found_inf[0] = np.float32(1)\n",
+        "        if not jit.isfinite(g):\n            found_inf[0] = np.float32(1)\n        else:\n"
+        "            found_inf[0] = np.float32(0)\n",
+        "a finite gradient writes 0 into the flag: an inf seen earlier (or by another gradient of the step) is forgotten"),
+    Bug("unscale_flag_counts", "09_loss_scale.py", "9.5",
+        "            found_inf[0] = np.float32(1)", "            found_inf[0] = found_inf[0] + np.float32(1)",
+        "the flag counts the non-finite values instead of being set to 1 (a read-modify-write race on a GPU)"),
+    Bug("unscale_checks_isfinite_the_wrong_way", "09_loss_scale.py", "9.5",
+        "        if not jit.isfinite(g):", "        if jit.isfinite(g):",
+        "the flag is set by the finite values"),
+    Bug("unscale_bound_off_by_one", "09_loss_scale.py", "9.5",
+        "    while i < n:\n        g = grads[i] * inv_scale[0]", "    while i <= n:\n        g = grads[i] * inv_scale[0]",
+        "the loop runs one element past the end"),
+    Bug("unscale_no_grid_stride", "09_loss_scale.py", "9.5",
+        "    while i < n:\n        g = grads[i] * inv_scale[0]", "    if i < n:\n        g = grads[i] * inv_scale[0]",
+        "each thread handles one element: a grid smaller than the array leaves gradients scaled and unchecked"),
+    Bug("unscale_two_passes", "09_loss_scale.py", "9.5",
+        "    while i < n:\n        g = grads[i] * inv_scale[0]\n        if not jit.isfinite(g):\n"
+        "            found_inf[0] = np.float32(1)\n        grads[i] = g\n        i += stride\n",
+        "    while i < n:\n        if not jit.isfinite(grads[i] * inv_scale[0]):\n            found_inf[0] = np.float32(1)\n"
+        "        i += stride\n    i = jit.grid(1)\n    while i < n:\n        grads[i] = grads[i] * inv_scale[0]\n"
+        "        i += stride\n",
+        "a check pass, then a multiply pass: every gradient is read twice"),
+    Bug("unscale_forgets_to_write", "09_loss_scale.py", "9.5",
+        "        grads[i] = g\n        i += stride\n", "        i += stride\n",
+        "the product is checked but never written back: the gradients stay scaled"),
 ]
