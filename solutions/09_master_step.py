@@ -24,8 +24,8 @@ Each step, in this order:
    in 16 bits the small gradients the scale rescued would underflow again);
 2. check: if any of those gradients holds an inf or NaN the step is skipped
    (returns True): masters and model stay as they were;
-3. ``clip(master_params)`` if given (``nn.utils.clip_grad_norm_``, say): on the
-   true, unscaled gradients;
+3. the ``clip`` hook, if given, on the list of masters (it may wrap
+   ``nn.utils.clip_grad_norm_``): it sees the true, unscaled gradients;
 4. ``step()``: the optimizer's update of the masters, in float32;
 5. copy down: each model weight becomes its master rounded to the model's
    dtype, in place (the model's tensors are the same objects afterwards).
