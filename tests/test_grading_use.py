@@ -229,3 +229,52 @@ def test_the_allocator_runs_on_the_learners_size_rules():
         with pytest.raises(NotImplementedError, match="Exercise 8.6"):
             CachingAllocator().malloc(100)
     assert sizes.round_size(100) == 512
+
+
+def _scaler_trace() -> list:
+    """GradScaler through clean and overflowing steps: the scale and growth tracker after each update."""
+    from minigrad import nn, optim
+    from minigrad.amp import GradScaler
+
+    p = nn.Parameter(mt.tensor([1.0, 2.0]))
+    opt = optim.SGD([p], lr=0.1)
+    scaler = GradScaler("cpu", init_scale=8.0, growth_interval=2)
+    trace = []
+    for overflow in (False, False, True, False):
+        opt.zero_grad()
+        scaler.scale((p * p).sum()).backward()
+        if overflow:
+            p.grad._data[0] = np.inf
+        scaler.step(opt)
+        scaler.update()
+        trace.append((scaler.get_scale(), scaler._get_growth_tracker()))
+    return trace
+
+
+def test_the_grad_scaler_runs_on_the_learners_state_machine():
+    """9.4: GradScaler.update asks the learner's update_scale."""
+    from minigrad.amp import scaler_state
+
+    with use_exercise("9.4", ROOT / "solutions" / "09_scaler_state.py") as mine:
+        assert scaler_state.update_scale is mine.update_scale
+        assert _scaler_trace() == [(8.0, 1), (16.0, 0), (8.0, 0), (8.0, 1)]
+    with use_exercise("9.4", ROOT / "exercises" / "09_scaler_state.py"):
+        assert "Exercise 9.4" in _not_implemented(_scaler_trace)
+    assert _scaler_trace()[-1] == (8.0, 1)
+
+
+def test_autocast_runs_the_learners_policy():
+    """9.2: a region opened inside the block installs the learner's autocast_policy."""
+    from minigrad.amp import autocast
+
+    x = mt.tensor(np.ones((2, 3)), dtype=mt.float32)
+
+    def product_dtype():
+        with autocast("cpu", dtype=mt.bfloat16):
+            return (x @ x.T).dtype
+
+    with use_exercise("9.2", ROOT / "solutions" / "09_autocast_policy.py"):
+        assert product_dtype() is mt.bfloat16
+    with use_exercise("9.2", ROOT / "exercises" / "09_autocast_policy.py"):
+        assert "Exercise 9.2" in _not_implemented(product_dtype)
+    assert product_dtype() is mt.bfloat16

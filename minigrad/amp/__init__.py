@@ -2,31 +2,36 @@
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (1,029 lines in all):
+The files that carry the chapter's ideas, in the order to read them (1,187 lines in all):
 
-1. ``casting_policy.py`` (51 lines): the core's dtype-policy slot filled from a
+1. ``float16_bits.py`` (82 lines): the float16 format on the bits: a float32
+   number rounded to nearest even, subnormals, overflow, NaN (exercise 9.1).
+2. ``casting_policy.py`` (51 lines): the core's dtype-policy slot filled from a
    rule ``rule(op, dtypes) -> dtype``: an op's floating point operands cast
    (recorded, differentiable) before it computes.
-2. ``op_lists.py`` (73 lines): PyTorch's lists — which ops run in float16/bfloat16
+3. ``op_lists.py`` (73 lines): PyTorch's lists — which ops run in float16/bfloat16
    (matrix products, convolutions), which in float32 (losses; on CUDA also
    exp, log, softmax, sums, norms), which in their widest input dtype.
-3. ``autocast_state.py`` (74 lines): per thread and device type, whether
+4. ``autocast_state.py`` (74 lines): per thread and device type, whether
    autocast is on, its dtype, whether weights are cached.
-4. ``autocast_policy.py`` (76 lines): the policy autocast installs: each op's
-   eligible tensors cast to the dtype its list gives.
-5. ``cast_cache.py`` (108 lines): inside one mixed-precision region, each weight
+5. ``autocast_policy.py`` (83 lines): the policy autocast installs: each op's
+   eligible tensors cast to the dtype its list gives (exercise 9.2).
+6. ``cast_cache.py`` (108 lines): inside one mixed-precision region, each weight
    is cast once (PyTorch's autocast cache).
-6. ``autocast.py`` (127 lines): ``autocast(device_type, dtype, enabled, cache_enabled)``,
+7. ``autocast.py`` (126 lines): ``autocast(device_type, dtype, enabled, cache_enabled)``,
    a context manager and decorator that nests and restores.
-7. ``scaler_state.py`` (59 lines): dynamic loss scaling as a state machine:
-   the scale and its growth tracker after a clean or an overflowing step.
-8. ``grad_scaler.py`` (263 lines): ``GradScaler``, PyTorch's API around that
+8. ``scaler_state.py`` (79 lines): dynamic loss scaling as a state machine:
+   the scale and its growth tracker after a clean or an overflowing step
+   (exercise 9.4), and which formats need a loss scale at all.
+9. ``grad_scaler.py`` (264 lines): ``GradScaler``, PyTorch's API around that
    state machine: ``scale``, ``unscale_``, ``step`` (skipped on inf/NaN),
    ``update``, ``state_dict``.
-9. ``master_weights.py`` (125 lines): the classic recipe: a float16 model, float32
-   masters that the optimizer updates, one step = unscale, inf/NaN check,
-   skip, float32 update, copy down (exercise 9.3).
-10. ``float8_matmul.py`` (73 lines): an experiment: per-tensor scaled float8
+10. ``master_step.py`` (70 lines): one optimizer step on float32 master
+    weights of a 16-bit model: unscale, skip on inf/NaN, clip, update, copy
+    down (exercise 9.3).
+11. ``master_weights.py`` (104 lines): the classic recipe around that step: a
+    float16 model, float32 masters that the optimizer updates, a loss scale.
+12. ``float8_matmul.py`` (73 lines): an experiment: per-tensor scaled float8
     (e4m3, e5m2) matmul with float32 accumulation, its error beside float16/bfloat16.
 
 Extensions (not on the reading path)
@@ -44,9 +49,10 @@ from minigrad.amp.autocast_state import get_autocast_dtype, is_autocast_enabled
 from minigrad.amp.cast_cache import WeightCastCache, active_cache, cached_cast, weight_cast_cache
 from minigrad.amp.casting_policy import casting_policy
 from minigrad.amp.grad_scaler import GradScaler
-from minigrad.amp.master_weights import MasterWeights, master_weights_step
+from minigrad.amp.master_weights import MasterWeights
+from minigrad.amp.scaler_state import needs_loss_scaling
 from minigrad.amp.step_memory import step_memory
 from minigrad.amp.unscale import register_unscale_kernel
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "casting_policy", "cached_cast", "weight_cast_cache", "WeightCastCache", "active_cache",
-           "GradScaler", "register_unscale_kernel", "MasterWeights", "master_weights_step", "step_memory"]
+           "GradScaler", "needs_loss_scaling", "register_unscale_kernel", "MasterWeights", "step_memory"]

@@ -36,8 +36,7 @@ import functools
 import threading
 import warnings
 
-from minigrad.amp import autocast_state
-from minigrad.amp.autocast_policy import autocast_policy
+from minigrad.amp import autocast_policy as policy, autocast_state
 from minigrad.amp.autocast_state import DEFAULT_DTYPES, AutocastMode
 from minigrad.amp.cast_cache import weight_cast_cache
 from minigrad.tensor import bfloat16, float16, get_dtype_policy, set_dtype_policy
@@ -56,7 +55,7 @@ def _install() -> None:
     with _slot_lock:
         if _open_regions == 0:
             _policy_before = get_dtype_policy()
-            set_dtype_policy(autocast_policy)
+            set_dtype_policy(policy.autocast_policy)  # looked up here: use_exercise may have swapped it
         _open_regions += 1
 
 

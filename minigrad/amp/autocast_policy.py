@@ -34,14 +34,18 @@ __all__ = ["autocast_policy", "target_dtype"]
 
 
 def _eligible(a, device_type: str) -> bool:
+    """Whether autocast may cast ``a``: a Tensor of a floating dtype other than float64, on ``device_type``."""
+    ### BEGIN SOLUTION 9.2 | only tensors are cast, only floating point ones, never float64 (asked for on purpose), and only on the device type the region covers (a tensor keeps its array in ._data and its device in ._device)
     if not isinstance(a, Tensor):
         return False
     dtype = a._data.dtype
     return is_floating_point(dtype) and dtype != float64 and a._device.type == device_type
+    ### END SOLUTION
 
 
 def target_dtype(op: str, args: tuple, device_type: str, autocast_dtype):
     """The dtype autocast runs ``op(*args)`` in on ``device_type``, or None to leave the arguments alone."""
+    ### BEGIN SOLUTION 9.2 | the op's list (op_lists.category) decides: the region's dtype for the matrix products, float32 for the ops float16 cannot carry, None for ops in no list; a promote op runs in the widest dtype among its eligible tensors (two different 16-bit formats meet in float32)
     kind = category(device_type, op, args)
     if kind is None:
         return None
@@ -51,6 +55,7 @@ def target_dtype(op: str, args: tuple, device_type: str, autocast_dtype):
         return float32
     widest = [a._data.dtype for a in args if _eligible(a, device_type)]
     return float32 if any(d == float32 for d in widest) or len(set(widest)) > 1 else autocast_dtype
+    ### END SOLUTION
 
 
 def autocast_policy(cls, args) -> tuple:
@@ -65,10 +70,12 @@ def autocast_policy(cls, args) -> tuple:
     target = target_dtype(cls.op, args, device_type, mode.dtype)
     if target is None:
         return args
+    ### BEGIN SOLUTION 9.2 | a new tuple where each eligible tensor not already in the target dtype is cast (through the region's weight cache, cached_cast, when the region caches), everything else as it was
     convert = cached_cast if mode.cache_enabled else cast
     out = tuple(
         convert(a, target) if _eligible(a, device_type) and a._data.dtype != target else a for a in args
     )
+    ### END SOLUTION
     if buffers.notify:  # memory is being tracked: count each copy where its source is counted
         for a, b in zip(args, out):
             if b is not a:

@@ -45,7 +45,8 @@ from collections import abc
 
 import numpy as np
 
-from minigrad.amp.scaler_state import OptState, float32, update_scale
+from minigrad.amp import scaler_state
+from minigrad.amp.scaler_state import OptState, float32
 from minigrad.amp.unscale import unscale_grad_
 from minigrad.gpu import cuda_available
 from minigrad.tensor import Tensor, float16, tensor
@@ -168,7 +169,7 @@ class GradScaler:
             if not checked:
                 raise RuntimeError("No inf checks were recorded prior to update.")
             found_inf = any(self._found_inf(s) for s in checked)
-            self._scale, self._growth_tracker = update_scale(
+            self._scale, self._growth_tracker = scaler_state.update_scale(
                 self._scale, self._growth_tracker, found_inf,
                 self._growth_factor, self._backoff_factor, self._growth_interval,
             )

@@ -38,35 +38,11 @@ from __future__ import annotations
 
 import numbers
 
+from minigrad.amp import master_step, scaler_state
 from minigrad.amp.grad_scaler import GradScaler
-from minigrad.amp.scaler_state import float32, update_scale
-from minigrad.amp.unscale import unscale_grad_
 from minigrad.tensor import Tensor, float16, no_grad, tensor
 
-__all__ = ["MasterWeights", "master_weights_step"]
-
-
-def master_weights_step(params, masters, optimizer, scale: float) -> bool:
-    """unscale, inf/NaN check, skip, float32 update, copy down; returns whether the step was taken."""
-    inv_scale, found_inf = float32(1.0 / scale), None
-    for p, m in zip(params, masters):
-        if p.grad is not None:
-            m.grad = p.grad.float()  # a float32 copy of the scaled gradient
-            found_inf = unscale_grad_(m.grad, inv_scale, found_inf)  # unscale in place, note an inf/NaN
-    if found_inf is not None and found_inf[0].item():  # inf/NaN check
-        _drop_grads(masters)
-        return False  # skip: a gradient overflowed, nothing changes
-    optimizer.step()  # the float32 update, on the masters
-    _drop_grads(masters)
-    with no_grad():
-        for p, m in zip(params, masters):
-            p.copy_(m)  # copy down: rounded to the model's dtype
-    return True
-
-
-def _drop_grads(masters) -> None:
-    for m in masters:
-        m.grad = None
+__all__ = ["MasterWeights"]
 
 
 class MasterWeights:
@@ -108,12 +84,15 @@ class MasterWeights:
         return loss * tensor(self._static, dtype="float32", device=loss.device)
 
     def step(self) -> bool:
-        """One optimizer step through the masters (see :func:`master_weights_step`); False if it was skipped."""
+        """One optimizer step through the masters (:func:`.master_step.master_weight_step`); False if it was skipped."""
         scale = self.get_scale()
-        stepped = master_weights_step(self.params, self.masters, self.optimizer, scale)
-        self.skipped += not stepped
+        skipped = master_step.master_weight_step(self.params, self.masters, 1.0 / scale, self.optimizer.step)
+        for master in self.masters:  # the masters hold no gradient between steps
+            master.grad = None
+        stepped = not skipped
+        self.skipped += skipped
         if self.scaler is not None and self.scaler.is_enabled():
-            new_scale, self._growth_tracker = update_scale(
+            new_scale, self._growth_tracker = scaler_state.update_scale(
                 scale, self._growth_tracker, not stepped, self.scaler.get_growth_factor(),
                 self.scaler.get_backoff_factor(), self.scaler.get_growth_interval())
             self.scaler.update(new_scale)

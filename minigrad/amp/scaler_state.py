@@ -21,6 +21,13 @@ Invariants (PyTorch's ``_amp_update_scale_``)
 
 Per optimizer, a step moves through three stages, reset by ``update()``:
 ``READY`` -> (``unscale_``) ``UNSCALED`` -> (``step``) ``STEPPED``.
+
+Only a format whose exponent range is narrower than float32's needs any of
+this (:func:`needs_loss_scaling`): float16 does, bfloat16 (float32's
+exponent, fewer fraction bits) does not, so a bfloat16 run turns the
+scaler off::
+
+    scaler = GradScaler("cpu", enabled=needs_loss_scaling(dtype))
 """
 
 from __future__ import annotations
@@ -30,7 +37,10 @@ import math
 
 import numpy as np
 
-__all__ = ["OptState", "update_scale", "float32"]
+from minigrad.tensor import finfo, is_floating_point
+from minigrad.tensor.dtypes import as_dtype
+
+__all__ = ["OptState", "update_scale", "float32", "needs_loss_scaling"]
 
 
 class OptState(enum.Enum):
@@ -50,6 +60,7 @@ def float32(x: float) -> float:
 def update_scale(scale: float, growth_tracker: int, found_inf: bool,
                  growth_factor: float, backoff_factor: float, growth_interval: int) -> tuple[float, int]:
     """The ``(scale, growth_tracker)`` after a step that did (``found_inf``) or did not overflow."""
+    ### BEGIN SOLUTION 9.4 | an overflow backs the scale off and starts the count of clean steps again; a clean step counts, and the growth_interval-th one in a row grows the scale (if float32 can hold the result) and starts the count again; every new scale is a float32 number
     if found_inf:
         return float32(scale * backoff_factor), 0
     successful = growth_tracker + 1
@@ -57,3 +68,12 @@ def update_scale(scale: float, growth_tracker: int, found_inf: bool,
         grown = float32(scale * growth_factor)
         return (grown if math.isfinite(grown) else scale), 0
     return scale, successful
+    ### END SOLUTION
+
+
+def needs_loss_scaling(dtype) -> bool:
+    """Whether training with gradients of ``dtype`` needs a loss scale: float16 yes; bfloat16, float32, float64 no."""
+    ### BEGIN SOLUTION 9.4 | the loss scale exists because small gradients underflow: it is needed exactly when the format's smallest normal number is larger than float32's (compare the formats' limits, not their names or their widths)
+    dtype = as_dtype(dtype)
+    return is_floating_point(dtype) and float(finfo(dtype).tiny) > float(finfo(np.float32).tiny)
+    ### END SOLUTION

@@ -39,7 +39,7 @@ Imports point one way, down this list: ``device/``, ``kernels/``,
 Reading order
 -------------
 The names a kernel is written with, the library's kernels in the order
-chapter 07 teaches them, then how a kernel runs on the CPU (3,177 lines in all):
+chapter 07 teaches them, then how a kernel runs on the CPU (3,179 lines in all):
 
 1. ``jit.py`` (55 lines): the names a kernel is written with.
 2. ``kernels/elementwise.py`` (52 lines): ``alpha * x + y`` with a grid-stride
@@ -60,7 +60,7 @@ chapter 07 teaches them, then how a kernel runs on the CPU (3,177 lines in all):
 9. ``kernels/cross_entropy.py`` (143 lines): fused softmax + cross-entropy,
    forward (two reductions per row) and backward.
 10. ``kernels/adam.py`` (79 lines): a fused Adam / AdamW step in place.
-11. ``kernels/loss_scale.py`` (60 lines): unscale gradients and flag inf/NaN.
+11. ``kernels/loss_scale.py`` (62 lines): unscale gradients and flag inf/NaN (exercise 9.5).
 12. ``kernel.py`` (112 lines): ``@jit.rawkernel()``,
     ``kernel[grid, block](*args)``, and the choice between GPU and simulator.
 13. ``dialect.py`` (71 lines): where each name comes from, and device
