@@ -20,12 +20,16 @@ Invariants (PyTorch's eligibility rules)
   region's dtype; ops in no list: arguments as they are (the same tuple).
 - An op whose tensors are on a device type without autocast is untouched,
   so ``autocast("cuda")`` leaves CPU tensors alone.
+- While memory is tracked, a cast copy of a parameter or of the data is
+  counted in its source's category (:mod:`.cast_accounting`).
 """
 
 from __future__ import annotations
 
 from minigrad.amp import autocast_state
+from minigrad.amp.cast_accounting import count_as_source
 from minigrad.amp.cast_cache import cached_cast
+from minigrad.memory import buffers
 from minigrad.amp.op_lists import category
 from minigrad.tensor import Tensor, cast, float32, float64, is_floating_point
 
@@ -66,6 +70,11 @@ def autocast_policy(cls, args) -> tuple:
     if target is None:
         return args
     convert = cached_cast if mode.cache_enabled else cast
-    return tuple(
+    out = tuple(
         convert(a, target) if _eligible(a, device_type) and a._data.dtype != target else a for a in args
     )
+    if buffers.notify:  # memory is being tracked: count each copy where its source is counted
+        for a, b in zip(args, out):
+            if b is not a:
+                count_as_source(b, a)
+    return out
