@@ -397,11 +397,11 @@ def check_data() -> list[Check]:
     if corrupt:
         names = " ".join(_quoted(p) for p in corrupt)
         checks.append(Check("mnist", "warning", f"MNIST: {len(corrupt)} file(s) fail the MD5 check (corrupt or truncated): "
-                            f"{', '.join(map(str, corrupt))}; chapters 05-06 cannot use them",
+                            f"{', '.join(map(str, corrupt))}; chapters 05, 06 and 09 cannot use them",
                             fix=f"rm {names} && {download}"))
     elif missing:
         checks.append(Check("mnist", "missing", f"MNIST: {len(missing)} of 4 files not in {root} ({origin}; or its "
-                            f"mnist/, MNIST/raw/); chapters 05-06 train on it; or set MINIGRAD_DATA to their folder",
+                            f"mnist/, MNIST/raw/); chapters 05, 06 and 09 train on it; or set MINIGRAD_DATA to their folder",
                             fix=download))
     else:
         checks.append(Check("mnist", "ok", f"MNIST in {root} ({origin}): the 4 files match their MD5"))
