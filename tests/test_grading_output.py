@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from planted_grading import BY_ID as BUGS
+from planted_grading import SEED, graded_bug, planted_file
+
 from minigrad.grading import grade
 from minigrad.grading.carve import stub_text
 from minigrad.grading.manifest import part_of, parts
@@ -14,29 +17,14 @@ from minigrad.grading.report import gradescope, table
 from minigrad.grading.runner import DEFAULT_MEMORY_MB, PartResult, grade_exercise
 
 ROOT = Path(__file__).resolve().parents[1]
-SEED = 20261201
-
-
-def _bugs():
-    spec = importlib.util.spec_from_file_location("planted_bugs", ROOT / "tests" / "grading" / "planted" / "bugs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return {b.id: b for b in module.BUGS}
-
-
-BUGS = _bugs()
 
 
 def _grade_bug(bug_id: str, tmp_path: Path) -> str:
-    """The table's text for one planted bug's exercise."""
-    bug = BUGS[bug_id]
-    path = tmp_path / bug.file
-    path.write_text((ROOT / "solutions" / bug.file).read_text().replace(bug.original, bug.replacement))
-    part = part_of(bug.exercise)
-    [exercise] = [e for e in part.exercises if e.id == bug.exercise]
-    result = grade_exercise(part, exercise, path, timeout=30.0, memory_mb=DEFAULT_MEMORY_MB, seed=SEED)
+    """The table's text for one planted bug's exercise (graded once per run, see tests/planted_grading.py)."""
+    result = graded_bug(bug_id)
     assert result.score < result.max_score
-    return table([PartResult(part, path, [result])])
+    path = planted_file(bug_id)
+    return table([PartResult(part_of(BUGS[bug_id].exercise), path, [result])])
 
 
 def test_untouched_stubs_print_at_most_two_lines_per_exercise():

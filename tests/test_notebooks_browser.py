@@ -12,6 +12,7 @@ is not needed. ``MINIGRAD_SCREENSHOTS=DIR`` keeps a screenshot of every figure a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -97,26 +98,33 @@ def lab(tmp_path_factory):
         stop(server)
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
-def test_chapter_opened_untrusted_shows_its_figures(lab, path):
+@contextlib.contextmanager
+def _chapter_page(lab, name: str, width: int = 1400):
+    """A Chromium page showing chapter ``name`` (opened untrusted, not run), closed afterwards."""
     from playwright.sync_api import sync_playwright
 
     url, executable = lab
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{url}/lab/tree/{path.name}?reset", timeout=120_000)
+            page = browser.new_page(viewport={"width": width, "height": 1000})
+            page.goto(f"{url}/lab/tree/{name}?reset", timeout=120_000)
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
-            page.wait_for_timeout(3000)  # let the outputs and their images settle
-            outputs = page.evaluate(READ_OUTPUTS)
-            if folder := os.environ.get("MINIGRAD_SCREENSHOTS"):
-                Path(folder).mkdir(parents=True, exist_ok=True)
-                figures = page.locator(".jp-OutputArea-output:has(img)")
-                for i in range(figures.count()):
-                    figures.nth(i).screenshot(path=str(Path(folder) / f"{path.stem}_{i:02d}.png"))
+            yield page
         finally:
             browser.close()
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_opened_untrusted_shows_its_figures(lab, path):
+    with _chapter_page(lab, path.name) as page:
+        page.wait_for_timeout(3000)  # let the outputs and their images settle
+        outputs = page.evaluate(READ_OUTPUTS)
+        if folder := os.environ.get("MINIGRAD_SCREENSHOTS"):
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            figures = page.locator(".jp-OutputArea-output:has(img)")
+            for i in range(figures.count()):
+                figures.nth(i).screenshot(path=str(Path(folder) / f"{path.stem}_{i:02d}.png"))
     shown_as_text = [o["text"] for o in outputs if not o["image"] and o["text"].startswith(FIGURE_TEXTS)]
     assert not shown_as_text, f"{path.name}: figures shown as text: {shown_as_text}"
     assert sum(o["image"] for o in outputs) >= _expected_figures(path), f"{path.name}: some figures did not load"
@@ -134,23 +142,13 @@ READ_STEPPER_PICTURES = """() => [...document.querySelectorAll('.jp-CodeCell')]
 
 def test_chapter_04_stepper_node_text_is_readable_at_1400_px(lab):
     """On a projector at 1,400 px, the stepper's node text is at least 11 px high (it was 7.5 px)."""
-    from playwright.sync_api import sync_playwright
-
     from minigrad.viz.graph_svg import FONT_SIZE
     from minigrad.viz.svg_png import PNG_ZOOM
 
-    url, executable = lab
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{url}/lab/tree/04_tensor_autograd.ipynb?reset", timeout=120_000)
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
-            read = READ_STEPPER_PICTURES % PNG_ZOOM
-            page.wait_for_function(f"() => ({read})().length >= 2", timeout=60_000)
-            pictures = page.evaluate(read)
-        finally:
-            browser.close()
+    with _chapter_page(lab, "04_tensor_autograd.ipynb") as page:
+        read = READ_STEPPER_PICTURES % PNG_ZOOM
+        page.wait_for_function(f"() => ({read})().length >= 2", timeout=60_000)
+        pictures = page.evaluate(read)
     text_px = [FONT_SIZE * p["shown"] / p["drawn"] for p in pictures]
     assert len(pictures) == 2, f"expected the stepper widget's figure and its static steps, got {pictures}"
     assert min(text_px) >= 11, f"chapter 04's stepper node text is {min(text_px):.1f} px at 1,400 px: {pictures}"

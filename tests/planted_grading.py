@@ -1,0 +1,57 @@
+"""The planted bugs (tests/grading/planted/bugs.py), each graded once per test run.
+
+Two test files ask about the same gradings: ``test_grading_planted.py`` (does
+the bug cost points?) and ``test_grading_output.py`` (is what the grader says
+about it short and actionable?). Grading a bug takes a sandboxed child and a
+few seconds, so each bug is graded once, with one seed, and both read the result.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import tempfile
+from pathlib import Path
+
+from minigrad.grading.manifest import part_of
+from minigrad.grading.runner import DEFAULT_MEMORY_MB, ExerciseResult, grade_exercise
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = 20261201
+TIMEOUT = 30.0
+
+
+def _load_bugs():
+    spec = importlib.util.spec_from_file_location("planted_bugs", ROOT / "tests" / "grading" / "planted" / "bugs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.BUGS
+
+
+BUGS = _load_bugs()
+BY_ID = {b.id: b for b in BUGS}
+_FOLDER = tempfile.TemporaryDirectory(prefix="minigrad-planted-")
+
+
+def grade_file(exercise_id: str, path: Path) -> ExerciseResult:
+    part = part_of(exercise_id)
+    assert part.file == path.name, f"exercise {exercise_id} is in {part.file}, not {path.name}"
+    [exercise] = [e for e in part.exercises if e.id == exercise_id]
+    return grade_exercise(part, exercise, path, timeout=TIMEOUT, memory_mb=DEFAULT_MEMORY_MB, seed=SEED)
+
+
+def planted_file(bug_id: str) -> Path:
+    """The solution file with bug ``bug_id`` planted (its text to replace must occur exactly once)."""
+    bug = BY_ID[bug_id]
+    solution = (ROOT / "solutions" / bug.file).read_text()
+    assert solution.count(bug.original) == 1, f"{bug.id}: the text to replace must occur exactly once in solutions/{bug.file}"
+    path = Path(_FOLDER.name) / bug.id / bug.file
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(solution.replace(bug.original, bug.replacement))
+    return path
+
+
+@functools.cache
+def graded_bug(bug_id: str) -> ExerciseResult:
+    """Bug ``bug_id`` graded on its exercise (once per run)."""
+    return grade_file(BY_ID[bug_id].exercise, planted_file(bug_id))
