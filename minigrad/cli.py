@@ -30,10 +30,6 @@ def _grade(args) -> int:
     return 1 if failed and not args.exit_zero else 0
 
 
-def _exercises(args) -> int:
-    return {"build": _exercises_build, "init": _exercises_init, "reset": _exercises_reset, "where": _exercises_where}[args.action](args)
-
-
 def _exercises_build(args) -> int:
     from minigrad.grading.carve import build
 
@@ -292,16 +288,16 @@ def parser() -> argparse.ArgumentParser:
     ex = e.add_subparsers(dest="action", required=True)
     init = ex.add_parser("init", help="make (or refresh) your workspace: your copies of the exercises (and chapters)")
     init.add_argument("folder", nargs="?", help="where (default: `minigrad exercises where`)")
-    init.set_defaults(run=_exercises)
+    init.set_defaults(run=_exercises_init)
     reset = ex.add_parser("reset", help="put one exercise (4.2) or one file (04_backward.py) back to its stub")
     reset.add_argument("which", help="an exercise id such as 4.2, or an exercise file name")
-    reset.set_defaults(run=_exercises)
+    reset.set_defaults(run=_exercises_reset)
     where = ex.add_parser("where", help="print the folder of your workspace")
-    where.set_defaults(run=_exercises)
+    where.set_defaults(run=_exercises_where)
     b = ex.add_parser("build", help="regenerate exercises/ and solutions/ of the course from the library (maintainers)")
     b.add_argument("--check", action="store_true", help="only compare; exit 1 if the files are out of date")
     b.add_argument("--root", default=".", help="folder that holds exercises/ and solutions/ (default: .)")
-    b.set_defaults(run=_exercises)
+    b.set_defaults(run=_exercises_build)
 
     lab = sub.add_parser("lab", help="open the course in JupyterLab, on your workspace (extra arguments go to JupyterLab)")
     lab.set_defaults(run=_lab)

@@ -153,10 +153,13 @@ def course_files() -> dict[str, bytes]:
     return files
 
 
-def library_files() -> dict[str, bytes]:
-    """The library's files the chapters link to (``../minigrad/...``), by relative path."""
+def library_files(course: dict[str, bytes] | None = None) -> dict[str, bytes]:
+    """The library's files the chapters link to (``../minigrad/...``), by relative path.
+
+    ``course``: :func:`course_files`, when the caller has it already.
+    """
     files = {}
-    for name, data in course_files().items():
+    for name, data in (course_files() if course is None else course).items():
         if name.startswith("chapters/"):
             for linked in LIBRARY_LINK.findall(data):
                 path = PACKAGE_DIR.parent / linked.decode()
@@ -165,12 +168,12 @@ def library_files() -> dict[str, bytes]:
     return files
 
 
-def _copy_library(root: Path) -> None:
+def _copy_library(root: Path, course: dict[str, bytes]) -> None:
     """Read-only copies of the library files the chapters link to, under ``root/minigrad``."""
     folder = root / "minigrad"
     if folder.is_symlink():  # a workspace made by an earlier version linked the package itself
         folder.unlink()
-    for relative, data in library_files().items():
+    for relative, data in library_files(course).items():
         path = root / relative
         if path.is_file() and path.read_bytes() == data:
             continue
@@ -185,7 +188,8 @@ def sync(root: Path | None = None) -> SyncReport:
     root.mkdir(parents=True, exist_ok=True)
     written = _record(root)
     report = SyncReport(root)
-    for relative, data in course_files().items():
+    course = course_files()
+    for relative, data in course.items():
         path = root / relative
         new = _digest(data)
         if not path.exists():
@@ -204,7 +208,7 @@ def sync(root: Path | None = None) -> SyncReport:
                     report.newer_upstream.append(relative)
                 continue  # the record keeps the version the learner started from
         written[relative] = new
-    _copy_library(root)
+    _copy_library(root, course)
     _save_record(root, written)
     return report
 
