@@ -8,7 +8,9 @@ turn it into buffers of :mod:`.buffers` with a tag:
 - an op's output under ``no_grad()``: ``"temporary"``; a recorded op's
   output: ``"output"``, or ``"activation"`` if its node saved it; what a node
   saves for backward: ``"activation"`` (an ``"output"`` or ``"temporary"``
-  buffer a later node saves becomes one);
+  buffer a later node saves becomes one), also when a saved-tensor pack hook
+  kept it as a tensor, or when something else keeps it for backward and says
+  so (:func:`kept_for_backward`: a checkpoint's inputs);
 - gradients in flight during ``backward()`` and library working arrays:
   ``"temporary"``; a gradient that becomes a ``.grad``: ``"gradient"``;
 - a tensor registered as a module's parameter or buffer: ``"parameter"``,
@@ -34,10 +36,12 @@ from minigrad.optim import optimizer as optim_optimizer
 from minigrad.optim import update_kernels
 from minigrad.tensor import events
 from minigrad.tensor.backend import root_array
+from minigrad.tensor import Tensor
 from minigrad.tensor.function import AccumulateGrad
 
 __all__ = ["add_allocation_observer", "remove_allocation_observer", "add_allocation_guard",
-           "remove_allocation_guard", "add_phase_observer", "remove_phase_observer", "report_temporary"]
+           "remove_allocation_guard", "add_phase_observer", "remove_phase_observer", "report_temporary",
+           "kept_for_backward"]
 
 
 def op_ran(cls, node, out, device) -> None:
@@ -49,8 +53,12 @@ def op_ran(cls, node, out, device) -> None:
     out_root = out if out.base is None else root_array(out)
     out_key = id(out_root)
     out_saved = False
+    # pack hooks wrapped each saved array in a tensor, which reported the new ones as "tensor": the op made those
+    packed = getattr(node, "_unpack", None) is not None
     of_a_tensor = None  # indices of the saved arrays that use an input's (or the output's) buffer
     for index, array in enumerate(node._saved or ()):
+        if isinstance(array, Tensor):  # a pack hook kept the tensor itself (a checkpoint's recompute)
+            array = array._data
         if type(array) is not _ndarray and not (hasattr(array, "nbytes") and hasattr(array, "base")):
             continue  # not a buffer (a number, None, what a pack hook returned)
         root = array if array.base is None else root_array(array)
@@ -58,16 +66,37 @@ def op_ran(cls, node, out, device) -> None:
         if key == out_key:
             out_saved = True
         record = reported.get(key)
-        if record is None:
-            if key != out_key:  # the output is reported below
-                if of_a_tensor is None:
-                    of_a_tensor = {check[0] for check in getattr(node, "_checks", ())}
-                # an input tensor's buffer nobody reported was made before anyone observed (a target made before
-                # track()): it is data, not something this op made; what the op made itself is an activation
-                track(root, device, TENSOR if index in of_a_tensor else ACTIVATION, op)
+        if record is None or (packed and record[2] == TENSOR):
+            if of_a_tensor is None:
+                of_a_tensor = {check[0] for check in getattr(node, "_checks", ())}
+            # an input tensor's buffer nobody reported was made before anyone observed (a target made before
+            # track()): it is data, not something this op made; what the op made itself is an activation
+            ours = key == out_key or index not in of_a_tensor
+            if record is None:
+                if key != out_key:  # the output is reported below
+                    track(root, device, ACTIVATION if ours else TENSOR, op)
+            elif ours:
+                buffers.retag(record, ACTIVATION, op)
         elif record[2] == OUTPUT or record[2] == TEMPORARY:
             buffers.retag(record, ACTIVATION, op)
     track(out_root, device, ACTIVATION if out_saved else OUTPUT, op)
+    if packed and not out_saved:
+        record = reported.get(out_key)
+        if record is not None and record[2] == TENSOR:  # reported by a pack hook's tensor, kept by no node
+            buffers.retag(record, OUTPUT, op)
+
+
+def kept_for_backward(tensor, op: str | None = None) -> None:
+    """``tensor`` is kept alive for a backward pass outside the nodes (a checkpointed block keeps its inputs):
+    an ``"output"`` or ``"temporary"`` buffer becomes an ``"activation"``; data and parameters keep their tags."""
+    if not buffers.notify:
+        return
+    data = tensor._data
+    record = reported.get(id(data if data.base is None else root_array(data)))
+    if record is None:
+        track(data, tensor._device, ACTIVATION, op)
+    elif record[2] == OUTPUT or record[2] == TEMPORARY:
+        buffers.retag(record, ACTIVATION, op)
 
 
 def node_backward(node, grad, device) -> None:
