@@ -106,6 +106,7 @@ class _Selection:
     def __exit__(self, *exc) -> None:
         self.listening.remove()
         self.hooks.__exit__(*exc)
+        self.hooks, self.pending = None, []  # unresolved holders stay with their nodes; no cycle through self
 
     def pack(self, t) -> _Held:
         held = _Held(t)
