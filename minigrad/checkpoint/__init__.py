@@ -2,21 +2,26 @@
 
 Reading order
 -------------
-1. ``recompute.py``: ``checkpoint(fn, *args)`` runs a block keeping only its
-   inputs and runs it again during backward, on the core's saved-tensor hooks;
-   ``count_recomputes()``.
-2. ``rng_states.py``: the random-number states the recompute starts from
-   (dropout draws the same mask twice).
-3. ``errors.py``: ``CheckpointError``, a recompute that does not match its first run.
-4. ``batchnorm_stats.py``: the BatchNorm pitfall (running statistics updated
-   twice) and its fix: every module's buffers put back after the recompute runs it.
-5. ``segments.py``: where ``checkpoint_sequential`` cuts a chain (exercise 10.3).
-6. ``sequential.py``: ``checkpoint_sequential(functions, segments, input)``,
+The files that carry the chapter's ideas, in the order to read them (722 lines in all):
+
+1. ``recompute.py`` (272 lines): ``checkpoint(fn, *args)`` runs a block keeping
+   only its inputs and runs it again during backward, on the core's
+   saved-tensor hooks; ``count_recomputes()``.
+2. ``rng_states.py`` (33 lines): the random-number states the recompute starts
+   from (dropout draws the same mask twice).
+3. ``errors.py`` (10 lines): ``CheckpointError``, a recompute that does not match its first run.
+4. ``batchnorm_stats.py`` (63 lines): the BatchNorm pitfall (running statistics
+   updated twice) and its fix: every module's buffers put back after the recompute runs it.
+5. ``segments.py`` (29 lines): where ``checkpoint_sequential`` cuts a chain (exercise 10.3).
+6. ``sequential.py`` (65 lines): ``checkpoint_sequential(functions, segments, input)``,
    the sqrt(n) trade-off.
-7. ``wrapper.py``: ``CheckpointWrapper(module)`` and ``apply(model, which=...)``,
+7. ``wrapper.py`` (112 lines): ``CheckpointWrapper(module)`` and ``apply(model, which=...)``,
    checkpointing chosen submodules by configuration.
-8. ``selective.py``: ``selective_checkpoint_context(policy)``: keep what the
-   expensive ops saved, recompute the rest (``save_expensive``).
+8. ``selective.py`` (138 lines): ``selective_checkpoint_context(policy)``: keep what
+   the expensive ops saved, recompute the rest (``save_expensive``).
+
+Extensions (not on the reading path)
+------------------------------------
 """
 
 from minigrad.checkpoint.errors import CheckpointError

@@ -32,7 +32,7 @@ def test_without_the_fix_the_running_statistics_drift_and_count_twice():
     drifted, grads = _train(_model(), 3, "checkpoint", restore_buffers=False)
     assert int(drifted["1.num_batches_tracked"]) == 6 and int(plain["1.num_batches_tracked"]) == 3
     drift = max(np.abs(drifted[k] - plain[k]).max() for k in plain if "running" in k)
-    assert drift > 1e-3  # measured: about 0.09 after 3 steps of momentum 0.1
+    assert drift > 1e-2  # measured: 0.18 after 3 steps of momentum 0.1
     for a, b in zip(plain_grads, grads):  # training-mode BatchNorm uses batch statistics: gradients are unaffected
         assert a.tobytes() == b.tobytes()
 
@@ -81,4 +81,16 @@ def test_buffers_are_put_back_even_when_the_recompute_raises():
     with pytest.raises(ValueError, match="boom"):
         y.sum().backward()
     np.testing.assert_array_equal(bn.running_mean.numpy(), before)
+    assert int(bn.num_batches_tracked.item()) == 1
+
+
+def test_pytorch_counts_the_recompute_and_we_do_not():
+    torch = pytest.importorskip("torch")
+    from torch.utils.checkpoint import checkpoint as torch_checkpoint
+
+    tbn = torch.nn.BatchNorm1d(3)
+    torch_checkpoint(tbn, torch.randn(4, 3, requires_grad=True), use_reentrant=False).sum().backward()
+    assert int(tbn.num_batches_tracked) == 2  # PyTorch does not fix it: users freeze the statistics
+    bn = nn.BatchNorm1d(3)
+    checkpoint(bn, mt.randn(4, 3, requires_grad=True)).sum().backward()
     assert int(bn.num_batches_tracked.item()) == 1
