@@ -117,14 +117,14 @@ def forward(ctx, forward_fn, arrays, kwargs, storage=bfloat16):
 def backward(node, grad):
     """``node.backward(grad)`` in float32: the gradient and the saved arrays widened, the results rounded."""
     storage = node._storage
-    saved = node._saved
-    if saved:
-        node._saved = tuple(_widen(s, storage) for s in saved)
+    saved, unpack = node._saved, node._unpack
+    if saved:  # read through saved_tensors: the version checks, and the unpack hook of saved-tensor hooks
+        node._saved, node._unpack = tuple(_widen(s, storage) for s in node.saved_tensors), None
     try:
         grads = node.backward(_widen(grad, storage))
     finally:
         if saved:
-            node._saved = saved
+            node._saved, node._unpack = saved, unpack
     if type(grads) is tuple:
         return tuple(None if g is None else _round(g, storage) for g in grads)
     return _round(grads, storage)
