@@ -50,6 +50,7 @@ from minigrad.amp.autocast import autocast
 from minigrad.checkpoint.batchnorm_stats import buffers_put_back
 from minigrad.checkpoint.errors import CheckpointError
 from minigrad.checkpoint.rng_states import capture_rng, restored_rng
+from minigrad.memory.listeners import kept_for_backward
 from minigrad.tensor import Tensor, enable_grad, is_grad_enabled, saved_tensors_hooks
 from minigrad.tensor import saved_tensors as _saved_tensors
 from minigrad.tensor.tensor import make_tensor
@@ -69,6 +70,12 @@ class _Slot:
         self.index = index
 
 
+def _unpack_slot(slot: _Slot) -> Tensor:
+    """The unpack hook the block's nodes keep: it reaches the frame through the slot only, so the frame (and the
+    inputs it keeps) lives exactly as long as some node still holds one of its slots."""
+    return slot.frame.unpack(slot)
+
+
 class _KeptInput:
     """One tensor argument of a checkpointed call: packed like a saved tensor, with its version at the call."""
 
@@ -81,6 +88,7 @@ class _KeptInput:
             self.packed = pack(t)
         else:
             self.packed, self.unpack = t, None
+            kept_for_backward(a, "checkpoint")  # the memory stage counts what the frame keeps as an activation
         self.requires_grad, self.device = a.requires_grad, a._device
         self.counter, self.version, self.shape = a._version_counter, a._version_counter.value, tuple(a.shape)
 
@@ -200,7 +208,7 @@ def checkpoint(fn, *args, use_reentrant: bool | None = None, preserve_rng_state:
     forward_context, recompute_context = contexts
     frame = _Frame(fn, args, kwargs, preserve_rng_state, determinism_check, lambda: recompute_context,
                    restore_buffers)
-    with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
+    with saved_tensors_hooks(frame.pack, _unpack_slot), forward_context:
         return fn(*args, **kwargs)
 
 
