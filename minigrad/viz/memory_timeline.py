@@ -9,6 +9,11 @@ behind the bands and named at the top. ``at=k`` draws a line at event ``k``
 and says under the title what it was: which op and module allocated or
 freed how many bytes of which category, in which phase.
 
+A phase whose label holds ``"recompute"`` (a hand-set label around a
+checkpoint's recompute, :mod:`minigrad.viz.recompute_timeline`) is shaded in
+its own colour and named in the legend, not over each of its spans; the
+backward it interrupts is named once.
+
 ``MemoryTimeline(tracker)`` is the same picture with a slider over the
 events (ipywidgets); without a kernel its static figure shows (the event
 with the most bytes alive, the step's peak, marked).
@@ -33,10 +38,12 @@ from minigrad.viz.figure_display import figure_png, show_figures_as_png
 from minigrad.viz.segment_map import CATEGORY_COLOURS
 from minigrad.viz.widget_frame import WidgetFrame
 
-__all__ = ["MemoryTimeline", "describe_event", "phase_spans", "plot_memory_timeline", "timeline_bands"]
+__all__ = ["MemoryTimeline", "describe_event", "phase_spans", "plot_memory_timeline", "draw_memory_timeline",
+           "timeline_bands", "RECOMPUTE"]
 
 MiB = 2**20
-PHASE_COLOURS = {"forward": "#dbeafe", "backward": "#fde2e2", "optimizer": "#fef3c7"}
+RECOMPUTE = "recompute"
+PHASE_COLOURS = {"forward": "#dbeafe", "backward": "#fde2e2", "optimizer": "#fef3c7", RECOMPUTE: "#bbf7d0"}
 OTHER_PHASE_COLOUR = "#e5e7eb"
 CATEGORY_ORDER = ("parameter", "gradient", "optimizer_state", "input", "activation", "temporary", "other")
 
@@ -89,7 +96,24 @@ def describe_event(event) -> str:
 
 
 def _phase_colour(phase: str) -> str:
-    return PHASE_COLOURS.get(phase.split(":")[-1], OTHER_PHASE_COLOUR)
+    parts = phase.split(":")
+    return PHASE_COLOURS[RECOMPUTE] if RECOMPUTE in parts else PHASE_COLOURS.get(parts[-1], OTHER_PHASE_COLOUR)
+
+
+def _named_spans(spans) -> list[tuple[str, int, int]]:
+    """The spans to name at the top: none for a recompute; a phase that only a recompute interrupted, once."""
+    named: list[list] = []
+    interrupted = False
+    for phase, start, end in spans:
+        if RECOMPUTE in phase.split(":"):
+            interrupted = True
+            continue
+        if interrupted and named and named[-1][0] == phase:
+            named[-1][2] = end
+        else:
+            named.append([phase, start, end])
+        interrupted = False
+    return [tuple(span) for span in named]
 
 
 def plot_memory_timeline(source, at: int | None = None, baseline_by_category=None, title: str | None = None) -> Figure:
@@ -102,15 +126,29 @@ def plot_memory_timeline(source, at: int | None = None, baseline_by_category=Non
         raise ValueError(f"plot_memory_timeline: at={at} is not an event number; the timeline has events "
                          f"0 to {len(events) - 1}")
     show_figures_as_png()
-    bands = {c: v for c, v in timeline_bands(events, baseline).items() if any(v)}
-    xs = list(range(-1, len(events)))  # -1: before the first event
     fig = Figure(figsize=(9.5, 4.2), layout="constrained")
-    ax = fig.add_subplot()
-    top = max(sum(col) for col in zip(*bands.values())) / MiB if bands else 1.0
-    for phase, start, end in phase_spans(events):
+    draw_memory_timeline(fig.add_subplot(), events, baseline, at, title)
+    return fig
+
+
+def draw_memory_timeline(ax, events, baseline_by_category=None, at: int | None = None, title: str | None = None,
+                         text_size: float = 7, top_mib: float | None = None) -> None:
+    """Draw the timeline of ``events`` into the matplotlib axes ``ax`` (what ``plot_memory_timeline`` shows).
+
+    ``text_size``: points of the phase names and the legend (the title is 2 more);
+    ``top_mib``: the y range's top before its margin (default: the timeline's peak), to share a scale.
+    """
+    from matplotlib.patches import Patch
+
+    bands = {c: v for c, v in timeline_bands(events, baseline_by_category).items() if any(v)}
+    xs = list(range(-1, len(events)))  # -1: before the first event
+    top = top_mib or (max(sum(col) for col in zip(*bands.values())) / MiB if bands else 1.0)
+    spans = phase_spans(events)
+    for phase, start, end in spans:
         ax.axvspan(start - 0.5, end - 0.5, color=_phase_colour(phase), zorder=0, linewidth=0)
-        ax.text((start + end - 1) / 2, top * 1.04, phase, ha="center", va="bottom", fontsize=7, color="#374151",
-                clip_on=True)
+    for phase, start, end in _named_spans(spans):
+        ax.text((start + end - 1) / 2, top * 1.04, phase, ha="center", va="bottom", fontsize=text_size,
+                color="#374151", clip_on=True)
     ax.stackplot(xs, *[[b / MiB for b in v] for v in bands.values()], step="post",
                  colors=[CATEGORY_COLOURS.get(c, CATEGORY_COLOURS["other"]) for c in bands],
                  labels=[c.replace("_", " ") for c in bands], alpha=0.9, zorder=2)
@@ -118,13 +156,16 @@ def plot_memory_timeline(source, at: int | None = None, baseline_by_category=Non
     if at is not None:
         ax.axvline(at, color="#111827", linewidth=1.2, zorder=3)
         heading += "\n" + describe_event(events[at])
-    ax.set_title(heading, fontsize=9)
+    ax.set_title(heading, fontsize=text_size + 2)
     ax.set_xlim(-1, len(events) - 0.5)
     ax.set_ylim(0, top * 1.15)
     ax.set_xlabel("event (allocation, free or relabelling), in order")
     ax.set_ylabel("bytes alive (MiB)")
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    return fig
+    handles, labels = ax.get_legend_handles_labels()
+    if any(RECOMPUTE in phase.split(":") for phase, _, _ in spans):
+        handles.append(Patch(color=PHASE_COLOURS[RECOMPUTE]))
+        labels.append("recompute (backward)")
+    ax.legend(handles, labels, fontsize=text_size, loc="center left", bbox_to_anchor=(1.0, 0.5))
 
 
 class MemoryTimeline(WidgetFrame):
