@@ -25,10 +25,11 @@ from minigrad.checkpoint.recompute import checkpoint
 __all__ = ["run_segments", "check_segments"]
 
 
-def run_segments(functions, segments, x, **checkpoint_kwargs):
-    """``x`` through ``functions`` in order, each segment ``(start, end, checkpointed)`` checkpointed or not."""
+def run_segments(functions, segments, x, who: str = "run_segments", **checkpoint_kwargs):
+    """``x`` through ``functions`` in order, each segment ``(start, end, checkpointed)`` checkpointed or not
+    (``who`` names the caller in errors)."""
     functions = list(functions)
-    check_segments(functions, segments)
+    check_segments(functions, segments, who)
     for start, end, checkpointed in segments:
         block = _block(functions, start, end)
         x = checkpoint(block, x, **checkpoint_kwargs) if checkpointed else block(x)
@@ -43,7 +44,7 @@ def _block(functions, start: int, end: int):
             x = fn(x)
         return x
 
-    block.__qualname__ = f"run_segments: functions[{start}..{end}]"
+    block.__qualname__ = f"segment[{start}..{end}]"
     return block
 
 

@@ -8,7 +8,8 @@
 Invariants
 - The chain is cut by :func:`~minigrad.checkpoint.segments.segment_bounds`:
   the first ``segments - 1`` runs are each one :func:`checkpoint` call, the
-  last runs normally (backward needs its activations at once).
+  last runs normally (backward needs its activations at once); the running
+  is :func:`~minigrad.checkpoint.chain_run.run_segments`'.
 - The value is ``functions[-1](...functions[0](input))``, bit for bit, and so
   are the gradients: each segment is the same calls, in the same order.
 - With ``n`` functions and ``segments = sqrt(n)``, forward keeps about
@@ -20,7 +21,7 @@ Invariants
 
 from __future__ import annotations
 
-from minigrad.checkpoint.recompute import checkpoint
+from minigrad.checkpoint.chain_run import run_segments
 from minigrad.checkpoint.segments import segment_bounds
 from minigrad.nn import Module, Sequential
 
@@ -39,27 +40,7 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool =
             f"checkpoint_sequential: expected an nn.Sequential or a list of callables, got "
             f"{type(functions).__name__}; for one module use checkpoint(module, x)"
         )
-    for i, f in enumerate(functions):
-        if not callable(f):
-            raise TypeError(f"checkpoint_sequential: functions[{i}] is a {type(f).__name__}, not a callable")
-    if not functions:
-        raise ValueError("checkpoint_sequential: the chain is empty; give at least one function")
-    bounds = segment_bounds(len(functions), segments)
-    for start, end in bounds[:-1]:
-        input = checkpoint(_Segment(functions[start:end + 1], start, end), input,
-                           use_reentrant=use_reentrant, **kwargs)
-    start, end = bounds[-1]
-    return _Segment(functions[start:end + 1], start, end)(input)
-
-
-class _Segment:
-    """``functions[start..end]`` applied in order; named by its bounds (in errors and recompute counts)."""
-
-    def __init__(self, functions, start: int, end: int) -> None:
-        self.functions = functions
-        self.__qualname__ = f"segment[{start}..{end}]"
-
-    def __call__(self, x):
-        for f in self.functions:
-            x = f(x)
-        return x
+    bounds = segment_bounds(len(functions), segments) if functions else []
+    last = len(bounds) - 1
+    return run_segments(functions, [(start, end, i < last) for i, (start, end) in enumerate(bounds)], input,
+                        who="checkpoint_sequential", use_reentrant=use_reentrant, **kwargs)

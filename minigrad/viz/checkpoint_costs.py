@@ -9,9 +9,9 @@ run by :func:`minigrad.checkpoint.chain_run.run_segments`. For one placement:
   timeline, of the bytes the step holds besides the model's parameters,
   gradients and optimizer state: activations, the inputs the checkpoints
   keep, the activations recomputed in backward, the gradients in flight.
-  (The tracker files a checkpoint's kept input and the recomputed tensors
-  under other categories than ``activation``: the sum is what they cost.)
-  It also reads the ``activation`` category's own peak.
+  It also reads the ``activation`` category's own peak (which counts the
+  first three: what the nodes save, the checkpoints' inputs, the recomputed
+  tensors).
 - ``predicted_peak`` is the layer model the theory uses: forward keeps every
   segment's input and the outputs of the layers not checkpointed; backward
   then recomputes one checkpointed segment at a time, whose outputs join
