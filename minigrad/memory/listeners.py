@@ -9,7 +9,8 @@ turn it into buffers of :mod:`.buffers` with a tag:
   output: ``"output"``, or ``"activation"`` if its node saved it; what a node
   saves for backward: ``"activation"`` (an ``"output"`` or ``"temporary"``
   buffer a later node saves becomes one), also when a saved-tensor pack hook
-  kept it as a tensor, or when something else keeps it for backward and says
+  kept it as a tensor (or in a holder with a ``tensor`` attribute), or when
+  something else keeps it for backward and says
   so (:func:`kept_for_backward`: a checkpoint's inputs);
 - gradients in flight during ``backward()`` and library working arrays:
   ``"temporary"``; a gradient that becomes a ``.grad``: ``"gradient"``;
@@ -57,7 +58,9 @@ def op_ran(cls, node, out, device) -> None:
     packed = getattr(node, "_unpack", None) is not None
     of_a_tensor = None  # indices of the saved arrays that use an input's (or the output's) buffer
     for index, array in enumerate(node._saved or ()):
-        if isinstance(array, Tensor):  # a pack hook kept the tensor itself (a checkpoint's recompute)
+        if not isinstance(array, Tensor):  # a pack hook's holder of the tensor (selective checkpointing's)
+            array = getattr(array, "tensor", array)
+        if isinstance(array, Tensor):  # a pack hook kept the tensor itself
             array = array._data
         if type(array) is not _ndarray and not (hasattr(array, "nbytes") and hasattr(array, "base")):
             continue  # not a buffer (a number, None, what a pack hook returned)
