@@ -114,7 +114,7 @@ def count_flops(module, input_shape: tuple, output_shape: tuple, is_view: bool =
         return 2 * rows * module.in_features * module.out_features
     if isinstance(module, nn.Conv2d):
         kh, kw = module.kernel_size
-        return 2 * output_numel * (module.in_channels // module.groups) * kh * kw
+        return 2 * output_numel * (module.in_channels // getattr(module, "groups", 1)) * kh * kw
     if isinstance(module, (nn.MaxPool2d, nn.AvgPool2d)):
         kernel = module.kernel_size
         kh, kw = (kernel, kernel) if isinstance(kernel, numbers.Integral) else kernel

@@ -177,12 +177,14 @@ class save_on_cpu:
 def _to_host(array, device, pin_memory: bool) -> np.ndarray:
     """A host NumPy copy of a device array (a copy on the CPU too: the device buffer may then go)."""
     if device.type == "cpu":
-        return np.array(array, copy=True, order="C")
-    if pin_memory and device.type == "cuda":
+        return np.array(array, copy=True, order="K")  # the same memory layout: BLAS takes the same path
+    if device.type == "cuda":  # CuPy: into a host array of the same layout, page-locked if asked
         import cupyx  # present wherever "cuda" arrays are
 
-        host = cupyx.empty_pinned(array.shape, array.dtype)
-        device.backend.xp.ascontiguousarray(array).get(out=host)
+        order = "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
+        host = (cupyx.empty_pinned(array.shape, array.dtype, order=order) if pin_memory
+                else np.empty(array.shape, array.dtype, order=order))
+        device.backend.xp.asarray(array, order=order).get(out=host)
         return host
     return device.backend.to_numpy(array)
 
@@ -190,5 +192,5 @@ def _to_host(array, device, pin_memory: bool) -> np.ndarray:
 def _to_device(host: np.ndarray, device):
     """A new device array holding ``host``'s values."""
     if device.type == "cpu":
-        return host.copy()
+        return host.copy(order="K")
     return device.backend.from_numpy(host, device.index)
