@@ -22,7 +22,7 @@ Invariants
 from __future__ import annotations
 
 from minigrad.checkpoint.chain_run import run_segments
-from minigrad.checkpoint.segments import segment_bounds
+from minigrad.checkpoint.chain_dp import uniform_segments
 from minigrad.nn import Module, Sequential
 
 __all__ = ["checkpoint_sequential"]
@@ -40,7 +40,5 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool =
             f"checkpoint_sequential: expected an nn.Sequential or a list of callables, got "
             f"{type(functions).__name__}; for one module use checkpoint(module, x)"
         )
-    bounds = segment_bounds(len(functions), segments) if functions else []
-    last = len(bounds) - 1
-    return run_segments(functions, [(start, end, i < last) for i, (start, end) in enumerate(bounds)], input,
-                        who="checkpoint_sequential", use_reentrant=use_reentrant, **kwargs)
+    plan = uniform_segments(len(functions), segments) if functions else ()
+    return run_segments(functions, plan, input, who="checkpoint_sequential", use_reentrant=use_reentrant, **kwargs)

@@ -17,8 +17,10 @@ run by :func:`minigrad.checkpoint.chain_run.run_segments`. For one placement:
   then recomputes one checkpointed segment at a time, whose outputs join
   what the segments before it keep.
 - the recompute cost is the FLOPs of the checkpointed layers (each runs once
-  more in backward) over those of one forward; a Linear counts ``2*B*in*out``,
-  any other layer one FLOP per output element (ReLU and the elementwise ops).
+  more in backward) over those of one forward, counted by the checkpoint
+  stage's rules (:func:`minigrad.checkpoint.chain_costs.count_flops`: a Linear
+  ``2*B*in*out``, a convolution its multiply-adds, ReLU and the elementwise
+  ops one per output element).
 - ``time_step`` is the median wall time of a few forward+backward runs.
 
 Invariants
@@ -85,10 +87,10 @@ def chain_layers(model) -> list:
 
 
 def _leaf_flops(module, inputs, output) -> int:
-    in_features, out_features = getattr(module, "in_features", None), getattr(module, "out_features", None)
-    if in_features and out_features:  # a Linear: 2 * B * in * out, B every leading dimension of its input
-        return 2 * (inputs[0].numel() // in_features) * in_features * out_features
-    return output.numel() if hasattr(output, "numel") else 0
+    """The stage's FLOP count of one call (:func:`minigrad.checkpoint.chain_costs.count_flops`)."""
+    from minigrad.checkpoint.chain_costs import count_flops
+
+    return count_flops(module, tuple(inputs[0].shape), tuple(output.shape)) if hasattr(output, "shape") else 0
 
 
 def layer_costs(layers, x) -> list[LayerCost]:
@@ -114,11 +116,10 @@ def layer_costs(layers, x) -> list[LayerCost]:
 
 
 def uniform_segments(n_layers: int, segments: int) -> list[tuple[int, int, bool]]:
-    """``checkpoint_sequential``'s placement: :func:`segment_bounds`, all but the last segment checkpointed."""
-    from minigrad.checkpoint.segments import segment_bounds
+    """``checkpoint_sequential``'s placement (:func:`minigrad.checkpoint.chain_dp.uniform_segments`), as a list."""
+    from minigrad.checkpoint.chain_dp import uniform_segments as uniform
 
-    bounds = segment_bounds(n_layers, segments)
-    return [(start, end, k < len(bounds) - 1) for k, (start, end) in enumerate(bounds)]
+    return list(uniform(n_layers, segments))
 
 
 def predicted_peak(costs: list[LayerCost], segments, input_bytes: int) -> int:
