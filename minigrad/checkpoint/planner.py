@@ -42,26 +42,13 @@ from dataclasses import dataclass, replace
 from minigrad import nn
 from minigrad.checkpoint.chain_costs import ChainCosts, measure_chain
 from minigrad.checkpoint.chain_dp import ChainPlan, evaluate_plan, plan_chain, uniform_segments
-from minigrad.checkpoint.recompute import checkpoint
+from minigrad.checkpoint.chain_run import run_segments
 from minigrad.memory import Estimate, estimate, format_bytes, get_profile
 
 __all__ = ["Plan", "PlannedChain", "plan"]
 
 REPLANS = 4  # rounds of "shrink the activation budget by what the measured step was over"
 FORWARD_BACKWARD = ("forward", "backward")
-
-
-class _Segment:
-    """Layers ``start .. end`` of a chain, run one after the other (what a checkpoint recomputes)."""
-
-    def __init__(self, layers: list, start: int, end: int) -> None:
-        self.layers, self.start, self.end = layers, start, end
-        self.__qualname__ = f"layers {start}-{end}"  # how a CheckpointError names the block
-
-    def __call__(self, x):
-        for layer in self.layers[self.start:self.end + 1]:
-            x = layer(x)
-        return x
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,11 +91,7 @@ class Plan:
     def run(self, model, x):
         """``model(x)`` with the plan's checkpointed segments checkpointed (``estimate(checkpoint=plan.run)`` takes it)."""
         _check_model("Plan.run", model, len(self.costs))
-        layers = list(model)
-        for start, end, checkpointed in self.segments:
-            segment = _Segment(layers, start, end)
-            x = checkpoint(segment, x) if checkpointed else segment(x)
-        return x
+        return run_segments(list(model), self.segments, x, who="Plan.run")
 
     def apply(self, model) -> "PlannedChain":
         """A module that runs ``model`` (its layers, shared, not copied) with the plan's segments checkpointed."""
