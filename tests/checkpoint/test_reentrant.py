@@ -76,7 +76,8 @@ def test_the_block_is_one_node_that_saves_only_its_inputs():
     shift = mt.randn(4, 5, dtype=mt.float64)
     y = checkpoint_reentrant(block, x, 0.5, shift)
     assert y.grad_fn.name == "CheckpointFunctionBackward" and isinstance(y.grad_fn, CheckpointFunction)
-    assert [n for n, _ in y.grad_fn.next_functions] == [x._accumulate_grad_node(), None]  # the block's ops are not in it
+    # the block's ops are not in the graph: the node's parents are its inputs'
+    assert [n for n, _ in y.grad_fn.next_functions] == [x._accumulate_grad_node(), None]
     assert y.grad_fn.needs_input_grad == (False, True, False, False)  # the call, x, the scale, shift
     saved = y.grad_fn.saved_tensors
     assert len(saved) == 3 and saved[0] is x._data and saved[1] == 0.5 and saved[2] is shift._data

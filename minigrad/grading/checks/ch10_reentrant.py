@@ -89,7 +89,6 @@ def _run(s: dict, wrap) -> dict:
 
 def _tracked(s: dict, wrap) -> dict:
     """(either side) The tracker's activation bytes at the end of the block's first run and after the call."""
-    import minigrad.tensor as mt
     from minigrad.memory import track
 
     block, params, x, shift, _ = _build(s)
@@ -143,8 +142,10 @@ def _size(s: dict) -> int:
 
 def _describe(s: dict) -> str:
     n_in, hidden, n_out = s["widths"]
-    steps = [f"Linear({n_in}, {hidden})"] + (["+ shift (a tensor argument that needs no gradient)"] if s["shift"] else [])
-    steps += [s["activation"]] + ([f"dropout(p={s['p']})"] if s["p"] else []) + [f"* scale", f"Linear({hidden}, {n_out})"]
+    steps = [f"Linear({n_in}, {hidden})"]
+    steps += ["+ shift (a tensor argument that needs no gradient)"] if s["shift"] else []
+    steps += [s["activation"]] + ([f"dropout(p={s['p']})"] if s["p"] else [])
+    steps += ["* scale", f"Linear({hidden}, {n_out})"]
     where = " inside autocast('cpu', dtype=bfloat16)" if s["autocast"] else ""
     shift = "shift" if s["shift"] else "shift=None"
     return (f"block(x, scale={s['scale']!r}, activation={s['activation']!r}, {shift}) = {' -> '.join(steps)} on a "

@@ -228,7 +228,8 @@ def test_a_checkpointed_dropout_block_gets_the_unchecked_gradients(learner, rng)
                 "first run")
         for which, a, b in zip(("the CPU's", "the device's"), mine["draw after"], expected["draw after"]):
             assert np.array_equal(a, b), (
-                f"after backward {which} generator draws {_shown('draws', [a])}, expected {_shown('draws', [b])}: the recompute must leave the generators where backward found them")
+                f"after backward {which} generator draws {_shown('draws', [a])}, expected {_shown('draws', [b])}: "
+                "the recompute must leave the generators where backward found them")
 
     def described(s) -> str:
         where = "on the strict test device" if s["device"] == "strict" else "on the CPU"
