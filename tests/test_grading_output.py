@@ -183,3 +183,24 @@ def test_a_scaled_failure_alone_fails_nothing_and_leads_the_report_when_the_full
     with pytest.raises(Counterexample) as raised:
         first_failure_confirmed(["small"], ["full"], attempt, str)
     assert raised.value.described == "full" and "fails too" not in str(raised.value)
+
+
+CHECKPOINT_BUGS = [b.id for b in BUGS.values() if b.exercise in ("10.1", "10.2", "10.3")]
+_CHECKPOINT_INPUT = {  # the counterexample's size, as it names it
+    "10.1": r"on a \((\d+), (\d+)\) batch", "10.2": r"of shape \((\d+), (\d+)\)", "10.3": r"segment_bounds\((\d+), \d+\)",
+}
+
+
+@pytest.mark.parametrize("bug_id", CHECKPOINT_BUGS)
+def test_a_failing_chapter_10_exercise_leads_with_a_small_block(bug_id, tmp_path):
+    """At most 16 input elements (a chain of at most 3 functions for 10.3), the learner's FILE:LINE when it raised."""
+    bug = BUGS[bug_id]
+    text = _grade_bug(bug_id, tmp_path)
+    found = re.search(r"smallest failing input: (.*)", text)
+    assert found, text
+    size = re.search(_CHECKPOINT_INPUT[bug.exercise], found.group(1))
+    assert size, text
+    assert math.prod(int(n) for n in size.groups()) <= (3 if bug.exercise == "10.3" else 16), text
+    if "Error: " in text:  # the learner's code raised: its line is named
+        assert re.search(rf"\({re.escape(bug.file)}:\d+\)", text), text
+    assert text.count("replay: minigrad grade") == 1, text

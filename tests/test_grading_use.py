@@ -278,3 +278,36 @@ def test_autocast_runs_the_learners_policy():
     with use_exercise("9.2", ROOT / "exercises" / "09_autocast_policy.py"):
         assert "Exercise 9.2" in _not_implemented(product_dtype)
     assert product_dtype() is mt.bfloat16
+
+
+def _checkpointed_dropout_grad():
+    """x.grad of a dropout block through checkpoint_reentrant (the recompute must draw the first run's mask)."""
+    from minigrad.checkpoint.reentrant import checkpoint_reentrant
+    from minigrad.nn.functional import dropout
+
+    mt.manual_seed(0)
+    x = mt.ones(4, 5, dtype=mt.float64, requires_grad=True)
+    y = checkpoint_reentrant(lambda a: dropout(a * 2.0, 0.5), x)
+    mask = (y.detach().numpy() != 0)
+    y.sum().backward()
+    return mask, x.grad.numpy()
+
+
+def test_checkpoint_reentrant_runs_the_learners_function_and_rng_states():
+    """10.1: CheckpointFunction's forward and backward are the learner's; 10.2: it captures and restores with the
+    learner's capture_rng and restored_rng (reached through their module)."""
+    from minigrad.checkpoint import rng_states
+    from minigrad.checkpoint.reentrant import CheckpointFunction
+
+    for exercise, file in (("10.1", "10_reentrant.py"), ("10.2", "10_rng_states.py")):
+        with use_exercise(exercise, ROOT / "solutions" / file) as mine:
+            if exercise == "10.1":
+                assert CheckpointFunction.forward is mine.CheckpointFunction.forward
+            else:
+                assert rng_states.capture_rng is mine.capture_rng
+            mask, grad = _checkpointed_dropout_grad()
+            np.testing.assert_array_equal(grad, np.where(mask, 4.0, 0.0))  # dropout's scale 2, times the block's 2
+        with use_exercise(exercise, ROOT / "exercises" / file):
+            assert f"Exercise {exercise}" in _not_implemented(_checkpointed_dropout_grad)
+    mask, grad = _checkpointed_dropout_grad()
+    np.testing.assert_array_equal(grad, np.where(mask, 4.0, 0.0))

@@ -18,6 +18,7 @@ import minigrad
 import minigrad.nn as nn
 import minigrad.nn.functional as F
 import minigrad.tensor as mt
+from minigrad.checkpoint.reentrant import checkpoint_reentrant
 from minigrad.nn.functional.conv import Conv2dFunction
 from minigrad.nn.functional.pooling import MaxPool2dFunction
 from minigrad.tensor import events
@@ -90,6 +91,7 @@ def _run_every_op(twin):
     hooked = nn.Linear(3, 2)
     hooked.register_full_backward_hook(lambda m, gi, go: None)
     hooked(x)
+    checkpoint_reentrant(lambda a, s: a * s, x, 2.0)
 
 
 @pytest.mark.host_only

@@ -21,6 +21,14 @@ class Bug(NamedTuple):
     description: str
 
 
+# what lies between the end of CheckpointFunction.forward (10.1) and the first line of its backward
+_REENTRANT_BACKWARD_HEAD = (
+    "\n    def backward(ctx, grad):\n"
+    "        \"\"\"``(None, d loss/d value, ...)``: one gradient (or None) per argument of ``forward``, from one recompute.\n\n"
+    "        ``grad`` (d loss/d output) is an array; ``Tensor.backward`` takes a tensor on the output's device.\n"
+    "        \"\"\"\n"
+)
+
 _RECURSIVE_TOPOLOGICAL_ORDER = '''    order: list[Value] = []
     visited: set[Value] = set()
 
@@ -972,4 +980,102 @@ BUGS: list[Bug] = [
     Bug("unscale_forgets_to_write", "09_loss_scale.py", "9.5",
         "        grads[i] = g\n        i += stride\n", "        i += stride\n",
         "the product is checked but never written back: the gradients stay scaled"),
+    # 10.1: checkpoint as one Function (the reentrant variant)
+    Bug("reentrant_saves_the_output", "10_reentrant.py", "10.1",
+        "        ctx.save_for_backward(*values)\n        with no_grad():\n            out = call.fn(*inputs)\n"
+        "        return call.output(out, values)\n" + _REENTRANT_BACKWARD_HEAD
+        + "        leaves = ctx.call.arguments(ctx.saved_tensors, requiring_grad=True)\n",
+        "        ctx.values = values\n        with no_grad():\n            out = call.fn(*inputs)\n"
+        "        result = call.output(out, values)\n        ctx.save_for_backward(result)\n        return result\n"
+        + _REENTRANT_BACKWARD_HEAD + "        leaves = ctx.call.arguments(ctx.values, requiring_grad=True)\n",
+        "saves the block's output for backward, as an ordinary op would, and keeps the inputs on ctx for the "
+        "recompute: the gradients are right, but the node keeps an activation the checkpoint was meant to free"),
+    Bug("reentrant_forward_records_the_graph", "10_reentrant.py", "10.1",
+        "        with no_grad():\n            out = call.fn(*inputs)\n", "        out = call.fn(*inputs)\n",
+        "the first run records a graph: the block's activations stay alive until its forward ends"),
+    Bug("reentrant_recomputes_on_detached_inputs", "10_reentrant.py", "10.1",
+        "leaves = ctx.call.arguments(ctx.saved_tensors, requiring_grad=True)",
+        "leaves = ctx.call.arguments(ctx.saved_tensors)",
+        "the recompute runs on inputs that do not require grad: the parameters get gradients, the inputs none"),
+    Bug("reentrant_recomputes_under_no_grad", "10_reentrant.py", "10.1",
+        "ctx.call.autocast(), enable_grad():", "ctx.call.autocast(), no_grad():",
+        "the recompute runs under no_grad() as the first run did: there is no graph to backpropagate through"),
+    Bug("reentrant_runs_the_block_twice", "10_reentrant.py", "10.1",
+        "            out = ctx.call.fn(*leaves)\n        out.backward(make_tensor(grad, out.device))\n",
+        "            out = ctx.call.fn(*leaves)\n            ctx.call.fn(*leaves).backward(make_tensor(grad, out.device))\n",
+        "backward runs the block once for its output and once more to backpropagate"),
+    Bug("reentrant_rng_not_restored", "10_reentrant.py", "10.1",
+        "with rng_states.restored_rng(ctx.rng), ctx.call.autocast(), enable_grad():",
+        "with ctx.call.autocast(), enable_grad():",
+        "the recompute draws from the generators as they are: dropout draws another mask"),
+    Bug("reentrant_rng_captured_after_the_first_run", "10_reentrant.py", "10.1",
+        "        ctx.rng = rng_states.capture_rng(inputs) if call.preserve_rng_state else None\n"
+        "        ctx.save_for_backward(*values)\n        with no_grad():\n            out = call.fn(*inputs)\n",
+        "        ctx.save_for_backward(*values)\n        with no_grad():\n            out = call.fn(*inputs)\n"
+        "        ctx.rng = rng_states.capture_rng(inputs) if call.preserve_rng_state else None\n",
+        "the random states are captured after the first run: the recompute starts where the mask's draw ended"),
+    Bug("reentrant_drops_plain_arguments", "10_reentrant.py", "10.1",
+        "        ctx.save_for_backward(*values)\n",
+        "        ctx.save_for_backward(*[v for v in values if hasattr(v, \"shape\")])\n",
+        "only the arrays are saved (save_for_backward is for tensors, as in PyTorch): the recompute lacks the plain "
+        "arguments"),
+    Bug("reentrant_recompute_outside_autocast", "10_reentrant.py", "10.1",
+        "with rng_states.restored_rng(ctx.rng), ctx.call.autocast(), enable_grad():",
+        "with rng_states.restored_rng(ctx.rng), enable_grad():",
+        "the recompute runs outside the first run's autocast region: in float32 where the first run used bfloat16"),
+    # 10.2: capture and restore the random-number states
+    Bug("rng_not_restored", "10_rng_states.py", "10.2",
+        "    with fork_rng(devices=[d for d in states if d != \"cpu\"]):\n        for device, state in states.items():\n"
+        "            set_rng_state(state, device)\n        yield\n",
+        "    with fork_rng(devices=[d for d in states if d != \"cpu\"]):\n        yield\n",
+        "forks the generators but never puts the captured states in: the replay draws another mask"),
+    Bug("rng_restored_without_fork", "10_rng_states.py", "10.2",
+        "    with fork_rng(devices=[d for d in states if d != \"cpu\"]):\n        for device, state in states.items():\n"
+        "            set_rng_state(state, device)\n        yield\n",
+        "    for device, state in states.items():\n        set_rng_state(state, device)\n    yield\n",
+        "puts the captured states in and leaves them: after the replay the generators repeat the block's numbers"),
+    Bug("rng_restored_after_the_block", "10_rng_states.py", "10.2",
+        "            set_rng_state(state, device)\n        yield\n",
+        "            pass\n        yield\n        for device, state in states.items():\n"
+        "            set_rng_state(state, device)\n",
+        "puts the captured states in after the block ran instead of before: the replay starts from where the first "
+        "run and the draws since left the generators"),
+    Bug("rng_captures_only_the_cpu", "10_rng_states.py", "10.2",
+        "devices = [\"cpu\"] + sorted({str(a.device) for a in args if isinstance(a, Tensor) and a.device.type != \"cpu\"})",
+        "devices = [\"cpu\"]",
+        "captures only the CPU's generator: dropout on another device draws another mask in the replay"),
+    Bug("rng_none_still_forks", "10_rng_states.py", "10.2",
+        "    if states is None:\n        yield\n        return\n"
+        "    with fork_rng(devices=[d for d in states if d != \"cpu\"]):\n        for device, state in states.items():\n",
+        "    with fork_rng(devices=[d for d in (states or {}) if d != \"cpu\"]):\n"
+        "        for device, state in (states or {}).items():\n",
+        "restored_rng(None) still puts the generators back afterwards: the block's draws are undone"),
+    Bug("rng_put_back_by_hand_but_not_on_error", "10_rng_states.py", "10.2",
+        "    with fork_rng(devices=[d for d in states if d != \"cpu\"]):\n        for device, state in states.items():\n"
+        "            set_rng_state(state, device)\n        yield\n",
+        "    outside = {device: get_rng_state(device) for device in states}\n    for device, state in states.items():\n"
+        "        set_rng_state(state, device)\n    yield\n    for device, state in outside.items():\n"
+        "        set_rng_state(state, device)\n",
+        "puts the outside states back by hand after the block, but not when the block raises"),
+    # 10.3: segment_bounds
+    Bug("segments_remainder_to_the_first", "10_segments.py", "10.3",
+        "    bounds = [(start, start + size - 1) for start in range(0, size * (segments - 1), size)]\n"
+        "    last_start = bounds[-1][1] + 1 if bounds else 0\n    return bounds + [(last_start, n_functions - 1)]\n",
+        "    first = size + n_functions % segments\n"
+        "    return [(0, first - 1)] + [(start, start + size - 1) for start in range(first, n_functions, size)]\n",
+        "the first segment takes the remainder instead of the last"),
+    Bug("segments_exclusive_ends", "10_segments.py", "10.3",
+        "    bounds = [(start, start + size - 1) for start in range(0, size * (segments - 1), size)]\n"
+        "    last_start = bounds[-1][1] + 1 if bounds else 0\n    return bounds + [(last_start, n_functions - 1)]\n",
+        "    bounds = [(start, start + size) for start in range(0, size * (segments - 1), size)]\n"
+        "    last_start = bounds[-1][1] if bounds else 0\n    return bounds + [(last_start, n_functions)]\n",
+        "the end bounds are exclusive (Python's slices) where checkpoint_sequential's are inclusive"),
+    Bug("segments_extra_empty_segment", "10_segments.py", "10.3",
+        "range(0, size * (segments - 1), size)", "range(0, size * segments, size)",
+        "segments equal segments and then the rest as one more: an empty extra segment when segments divides n"),
+    Bug("segments_remainder_dropped", "10_segments.py", "10.3",
+        "    bounds = [(start, start + size - 1) for start in range(0, size * (segments - 1), size)]\n"
+        "    last_start = bounds[-1][1] + 1 if bounds else 0\n    return bounds + [(last_start, n_functions - 1)]\n",
+        "    return [(start, start + size - 1) for start in range(0, size * segments, size)]\n",
+        "equal segments of n // segments functions and nothing else: the last n % segments functions are never run"),
 ]
