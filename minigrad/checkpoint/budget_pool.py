@@ -1,0 +1,505 @@
+"""The buffers a memory budget keeps for backward: held under its byte limit, evicted, and made again.
+
+Words. A *buffer* is the memory behind saved tensors (views of one buffer
+count once). A *call* is one call of a leaf module: what it read, its random
+state, the buffers it made, its cost in FLOPs. Every buffer the pool manages
+was made by one call, and running that call again makes it again. A node
+keeps a :class:`SavedHandle` (a buffer, and where its saved tensor sits in
+it) instead of the tensor.
+
+A buffer is
+- *held*: the pool keeps it; its bytes count in ``live``;
+- *loose*: alive because other code keeps it (a module's output that no node
+  has saved yet), not counted;
+- *evicted*: freed by the pool while something still needs it: running its
+  call again brings it back (cascading: the call's evicted inputs first);
+- *released*: nothing needs it any more.
+
+Invariants
+- ``live`` is the exact bytes of the held buffers; a buffer is held only
+  after :meth:`Pool.make_room` made room for it, so ``live <= budget``
+  (else :class:`BudgetError`, or, during a module's forward, a shortfall
+  that the module's end raises with the module's whole need).
+- A buffer is *needed* while a handle refers to it or a live call reads it;
+  a call is live while one of its buffers is held, loose or evicted: it keeps
+  its inputs so that it can run again, and lets them go with its last buffer.
+  Unneeded buffers are released at once (backward frees as it goes).
+- Only a buffer whose eviction frees its memory is evicted (nothing else
+  refers to it), one that nothing is using (not pinned by the node running
+  backward or by a call being run again, not touched at this tick), whose
+  call can run again (it finished, its inputs were not changed in place) and
+  that was not itself changed in place since it was made.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from typing import NamedTuple
+
+from minigrad.amp import autocast_state
+from minigrad.checkpoint.budget_cost import output_tensors
+from minigrad.checkpoint.budget_stats import BudgetError, BudgetStats
+from minigrad.checkpoint.budget_views import Geometry, cut
+from minigrad.checkpoint.errors import CheckpointError
+from minigrad.checkpoint.eviction import Candidate, choose_victim, remat_cost
+from minigrad.checkpoint.recompute import _autocast_as, _detached, _unchanged
+from minigrad.checkpoint.rng_states import restored_rng
+from minigrad.memory import buffers as memory_buffers
+from minigrad.tensor import enable_grad, events, saved_tensors_hooks
+from minigrad.tensor.backend import root_array
+from minigrad.tensor.tensor import make_tensor
+
+__all__ = ["Pool", "Call", "Buffer", "BufferInput", "SavedHandle", "HELD", "LOOSE", "EVICTED", "RELEASED"]
+
+HELD, LOOSE, EVICTED, RELEASED = "held", "loose", "evicted", "released"
+
+
+class Buffer:
+    """One buffer the pool manages (see the module docstring for its states)."""
+
+    __slots__ = ("call", "locator", "nbytes", "device", "key", "array", "ref", "state", "handles", "consumers",
+                 "pins", "last_access", "counter", "version")
+
+    def __init__(self, call: "Call", locator: tuple[str, int], nbytes: int, device, counter) -> None:
+        self.call, self.locator = call, locator  # ("saved", i) or ("output", i): where a rerun of call gives it
+        self.nbytes, self.device = nbytes, device
+        self.key = None  # id() of the array while alive
+        self.array = None  # the array, while held
+        self.ref = None  # a weak reference to it, while held or loose
+        self.state = LOOSE
+        self.handles = self.consumers = self.pins = 0
+        self.last_access = 0
+        self.counter, self.version = counter, counter.value  # an in-place change since it was made shows here
+
+    @property
+    def needed(self) -> bool:
+        return self.handles > 0 or self.consumers > 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.call.name} {self.locator[0]} {self.locator[1]}"
+
+
+class BufferInput(NamedTuple):
+    """A call's input that is a managed buffer (or a view of one)."""
+
+    buffer: Buffer
+    geometry: Geometry | None
+    requires_grad: bool
+    device: object
+
+
+class Call:
+    """One call of a leaf module: how to run it again, what its first run saved, the buffers it made."""
+
+    def __init__(self, module, name: str, inputs: list, versions: list, rng: dict, external: set) -> None:
+        self.module, self.name = module, name
+        self.inputs = inputs  # a BufferInput, or the argument itself, per positional argument
+        self.versions = versions  # (version counter, value) of each tensor argument when called
+        self.rng = rng
+        self.autocast = {device: autocast_state.mode(device) for device in ("cpu", "cuda")}
+        self.external = external  # ids of the arrays it read that the pool does not manage (parameters, data)
+        self.saved_meta: list[tuple] = []  # (shape, dtype) of each tensor its ops saved, in order
+        self.output_meta: list[tuple] = []
+        self.made: list[Buffer] = []
+        self.live_made = 0  # how many of `made` are held, loose or evicted
+        self.cost = 1
+        self.input_bytes = 0  # of the managed buffers it reads: what running it again holds besides what it makes
+        self.shortfall = 0  # the bytes it needed at once, when more than the budget
+        self.finished = self.broken = self.ended = False
+
+    def replayable(self) -> bool:
+        return self.finished and not self.broken and all(c.value == v for c, v in self.versions)
+
+
+class SavedHandle:
+    """What a node keeps instead of a managed saved tensor: its buffer, and where the tensor sits in it."""
+
+    __slots__ = ("pool", "buffer", "geometry")
+
+    def __init__(self, pool: "Pool", buffer: Buffer, geometry: Geometry | None) -> None:
+        self.pool, self.buffer, self.geometry = pool, buffer, geometry
+        buffer.handles += 1
+        pool.handles += 1
+
+    def __del__(self) -> None:  # the node let go of it (backward freed it, or the graph went)
+        self.pool.handle_dropped(self.buffer)
+
+
+class _Operation:
+    """Marks the pool busy; releases that were asked for meanwhile happen when the outermost operation ends."""
+
+    __slots__ = ("pool",)
+
+    def __init__(self, pool: "Pool") -> None:
+        self.pool = pool
+
+    def __enter__(self) -> None:
+        self.pool._busy += 1
+
+    def __exit__(self, *exc) -> None:
+        pool = self.pool
+        pool._busy -= 1
+        if not pool._busy:
+            pool._settle_waiting()
+
+
+class Pool:
+    """The buffers of one budget; see the module docstring."""
+
+    def __init__(self, budget: int, log: bool) -> None:
+        self.budget = budget
+        self.stats = BudgetStats(budget, events=[] if log else None)
+        self.clock = 0  # logical time: one tick per pack, unpack, module call and node run
+        self.by_root: dict[int, Buffer] = {}  # id(array) -> the held or loose buffer on it
+        self.held: dict[Buffer, None] = {}  # in the order they were held: ties between victims go to the oldest
+        self.current_call: Call | None = None  # the call whose forward is running (set by the budget)
+        self.node_pins: list[Buffer] = []
+        self.replaying = 0  # > 0 while a call runs again
+        self.active = False
+        self.handles = 0  # live SavedHandles
+        self.operation = _Operation(self)
+        self._busy = 0
+        self._waiting: list[Buffer] = []  # buffers to look at again once the pool is not busy
+        self._listeners: list = []
+
+    def tick(self) -> int:
+        self.clock += 1
+        return self.clock
+
+    # ------------------------------------------------------------------ finding and making buffers
+
+    def lookup(self, root) -> Buffer | None:
+        """The held or loose buffer on the array ``root``, if the pool manages it."""
+        buffer = self.by_root.get(id(root))
+        return buffer if buffer is not None and buffer.ref() is root else None
+
+    def new_buffer(self, call: Call, locator: tuple, root, device, counter) -> Buffer:
+        """A loose buffer on ``root``, made by ``call``."""
+        buffer = Buffer(call, locator, int(root.nbytes), device, counter)
+        self._attach(buffer, root)
+        buffer.state = LOOSE
+        call.made.append(buffer)
+        call.live_made += 1
+        return buffer
+
+    def _attach(self, buffer: Buffer, root) -> None:
+        def died(ref, buffer=buffer):  # a loose buffer's array went: nothing can use it any more
+            if buffer.ref is ref and buffer.state == LOOSE:
+                self._settle(buffer)
+
+        buffer.ref = weakref.ref(root, died)
+        buffer.key = id(root)
+        self.by_root[buffer.key] = buffer
+
+    def hold(self, buffer: Buffer, what: str) -> None:
+        """Keep a loose buffer (its array is alive), counted in ``live``: room is made for it first."""
+        self._check_fits(self.make_room(buffer.nbytes), buffer.nbytes, what)
+        self._keep(buffer, buffer.ref())
+        self.stats.saved_buffers += 1
+        self._log("save", buffer.name, buffer.nbytes)
+
+    def _keep(self, buffer: Buffer, root) -> None:
+        buffer.array = root
+        buffer.state = HELD
+        buffer.last_access = self.clock
+        self.held[buffer] = None
+        stats = self.stats
+        stats.live += buffer.nbytes
+        if stats.live > stats.high_water:
+            stats.high_water = stats.live
+        self._retag(buffer, memory_buffers.ACTIVATION)  # what trackers and simulated cards count it as
+
+    @staticmethod
+    def _retag(buffer: Buffer, tag: str) -> None:
+        if memory_buffers.notify:
+            record = memory_buffers.reported.get(buffer.key)
+            if record is not None:
+                memory_buffers.retag(record, tag)
+
+    # ------------------------------------------------------------------ making room
+
+    def make_room(self, nbytes: int) -> int | None:
+        """Evict until ``nbytes`` more fit under the budget: None if they do, else the bytes needed at once."""
+        if self.stats.live + nbytes <= self.budget:
+            return None
+        candidates = [b for b in self.held if self._evictable(b)]
+        stuck = self.stats.live - sum(b.nbytes for b in candidates)
+        if stuck + nbytes > self.budget:  # even evicting all of them would not do: evict none
+            return stuck + nbytes
+        refused: set[Buffer] = set()
+        while self.stats.live + nbytes > self.budget:
+            victim = choose_victim(
+                Candidate(b, self._remat_cost(b), b.nbytes, self.clock - b.last_access)
+                for b in candidates if b.state == HELD and b not in refused
+            )
+            if victim is None:
+                return self.stats.live + nbytes
+            if not self._evict(victim.key):
+                refused.add(victim.key)
+        return None
+
+    def _evictable(self, buffer: Buffer) -> bool:
+        """Free to go: unused now, unchanged, and its call can run again within the budget to bring it back."""
+        call = buffer.call
+        return (buffer.pins == 0 and buffer.last_access < self.clock and buffer.counter.value == buffer.version
+                and call.replayable() and call.input_bytes + buffer.nbytes <= self.budget)
+
+    def _remat_cost(self, buffer: Buffer) -> float:
+        """c(t) plus the cost of its evicted neighbourhood: the calls that would run again to bring it back."""
+        def evicted_parents(call: Call):
+            return [e.buffer.call for e in call.inputs if type(e) is BufferInput and e.buffer.state == EVICTED]
+
+        return remat_cost(buffer.call, lambda call: call.cost, evicted_parents)
+
+    def _evict(self, buffer: Buffer) -> bool:
+        """Free a held buffer; False (and nothing changes) if something else refers to it, so nothing would be freed."""
+        ref = buffer.ref
+        buffer.array = None
+        if ref() is not None:
+            buffer.array = ref()
+            return False
+        self._unhold(buffer)
+        self._detach(buffer)
+        buffer.state = EVICTED
+        self.stats.evictions += 1
+        self.stats.evicted_bytes += buffer.nbytes
+        self._log("evict", buffer.name, buffer.nbytes)
+        return True
+
+    def _unhold(self, buffer: Buffer) -> None:
+        del self.held[buffer]
+        self.stats.live -= buffer.nbytes
+
+    def _detach(self, buffer: Buffer) -> None:
+        if self.by_root.get(buffer.key) is buffer:
+            del self.by_root[buffer.key]
+        buffer.ref = buffer.key = None
+
+    def _check_fits(self, need: int | None, nbytes: int, what: str) -> None:
+        """Raise :class:`BudgetError` if room could not be made; during a module's forward, note the shortfall instead
+        (the module's end raises it with everything the module needed)."""
+        if need is None:
+            return
+        call = self.current_call
+        if call is not None and not self.replaying:
+            call.shortfall = max(call.shortfall, need)
+            return
+        raise BudgetError(too_small_message(what, need, self.budget))
+
+    # ------------------------------------------------------------------ bringing buffers back
+
+    def materialize(self, buffer: Buffer) -> None:
+        """Make sure ``buffer`` is held, running its call again (and the calls of its evicted inputs first)."""
+        if buffer.state == HELD:
+            return
+        if buffer.state == LOOSE and buffer.ref() is not None:  # alive elsewhere: hold it, nothing to recompute
+            self.hold(buffer, buffer.call.name)
+            return
+        if buffer.state == LOOSE:  # its array went a moment ago; the pool has not looked at it yet
+            self._detach(buffer)
+            buffer.state = EVICTED
+        if buffer.state != EVICTED:
+            raise RuntimeError(f"budget: {buffer.name} was released while a node still needs it; this is a bug")
+        self._rerun(buffer.call, buffer)
+
+    def _rerun(self, call: Call, target: Buffer) -> None:
+        """Run ``call`` again to bring back ``target``, and its other evicted buffers that fit without evicting."""
+        pinned = []
+        try:
+            for entry in call.inputs:
+                if type(entry) is BufferInput:
+                    self.materialize(entry.buffer)
+                    entry.buffer.pins += 1
+                    entry.buffer.last_access = self.clock
+                    pinned.append(entry.buffer)
+            self._check_fits(self.make_room(target.nbytes), target.nbytes, f"running {call.name} again")
+            wanted, nbytes = [target], target.nbytes
+            for other in call.made:
+                if other is not target and other.state == EVICTED and self.stats.live + nbytes + other.nbytes <= self.budget:
+                    wanted.append(other)
+                    nbytes += other.nbytes
+            self._check_inputs_unchanged(call)
+            start = time.perf_counter()
+            saved, outputs = self._run_again(call)
+            for buffer in wanted:
+                kind, index = buffer.locator
+                root = root_array((saved if kind == "saved" else outputs)[index]._data)
+                last_access = buffer.last_access
+                self._attach(buffer, root)
+                self._keep(buffer, root)
+                if buffer is not target:  # brought back because it fitted, not because it is used now
+                    buffer.last_access = last_access
+            stats = self.stats
+            stats.recompute_seconds += time.perf_counter() - start
+            stats.rematerializations += 1
+            stats.recomputed_flops += call.cost
+            self._log("remat", call.name, nbytes)
+        finally:
+            for buffer in pinned:
+                buffer.pins -= 1
+
+    def _run_again(self, call: Call) -> tuple[list, list]:
+        """The tensors a second run of ``call`` saves, and its outputs: from the same inputs and random state."""
+        args = []
+        for entry in call.inputs:
+            if type(entry) is BufferInput:
+                t = make_tensor(cut(entry.buffer.array, entry.geometry), entry.device)
+                args.append(t.requires_grad_(True) if entry.requires_grad else t)
+            else:
+                args.append(_detached(entry))
+        saved: list = []
+
+        def keep(t):
+            saved.append(t)
+            return t
+
+        self.replaying += 1
+        try:
+            with restored_rng(call.rng), _autocast_as(call.autocast), enable_grad(), saved_tensors_hooks(keep, _unchanged):
+                outputs = output_tensors(call.module(*args))
+        finally:
+            self.replaying -= 1
+        got = [(t.shape, t.dtype) for t in saved], [(t.shape, t.dtype) for t in outputs]
+        if got != (call.saved_meta, call.output_meta):
+            raise CheckpointError(
+                f"budget: running {call.name} again saved {len(saved)} tensors and returned {len(outputs)} "
+                f"(shapes {got[0]}, {got[1]}); its first run saved {len(call.saved_meta)} and returned "
+                f"{len(call.output_meta)} ({call.saved_meta}, {call.output_meta}). A module under a budget must "
+                "compute the same thing each time it runs, from positional arguments only"
+            )
+        return saved, outputs
+
+    def _check_inputs_unchanged(self, call: Call) -> None:
+        for position, (counter, version) in enumerate(call.versions):
+            if counter.value != version:
+                raise RuntimeError(
+                    f"budget: input {position} of {call.name} was modified in place after the forward (version "
+                    f"{version} -> {counter.value}); running it again to bring back its saved tensors would see "
+                    "other values: clone the tensor before changing it"
+                )
+
+    # ------------------------------------------------------------------ backward
+
+    def unpack(self, packed):
+        """The saved-tensor unpack hook: the array a handle stands for, brought back if it was evicted."""
+        if type(packed) is not SavedHandle:
+            return packed
+        with self.operation:
+            self.tick()
+            buffer = packed.buffer
+            self.materialize(buffer)
+            buffer.last_access = self.clock
+            return cut(buffer.array, packed.geometry)
+
+    def node_starting(self, node, grad, device) -> None:
+        """A node's backward is about to run: bring back everything it saved, and pin it until the next node runs."""
+        self.unpin_node()
+        group = [h.buffer for h in node._saved or () if type(h) is SavedHandle and h.pool is self]
+        if not group:
+            return
+        with self.operation:
+            self.tick()
+            for buffer in group:
+                self.materialize(buffer)
+                buffer.pins += 1
+                buffer.last_access = self.clock
+                self.node_pins.append(buffer)
+
+    def unpin_node(self, *_) -> None:
+        for buffer in self.node_pins:
+            buffer.pins -= 1
+        self.node_pins = []
+
+    def listen(self) -> None:
+        if not self._listeners:
+            self._listeners = [events.listen("node_backward", self.node_starting),
+                               events.listen("backward_ended", self.unpin_node)]
+
+    def stop_listening_if_idle(self) -> None:
+        """Backward may run after the ``with`` block, so the pool listens until no node keeps a handle."""
+        if not self.active and not self.handles:
+            for handle in self._listeners:
+                handle.remove()
+            self._listeners = []
+
+    # ------------------------------------------------------------------ letting go
+
+    def handle_dropped(self, buffer: Buffer) -> None:
+        buffer.handles -= 1
+        self.handles -= 1
+        self._settle(buffer)
+        if not self.handles:
+            self.stop_listening_if_idle()
+
+    def end_call(self, call: Call) -> None:
+        """The call can never run again: let go of its inputs (and of its arguments' memory)."""
+        if call.ended:
+            return
+        call.ended = True
+        for entry in call.inputs:
+            if type(entry) is BufferInput:
+                entry.buffer.consumers -= 1
+                self._settle(entry.buffer)
+        call.inputs, call.rng = [], None
+
+    def _settle(self, buffer: Buffer) -> None:
+        """Look at ``buffer`` again (now, or when the pool's current operation ends): release it if unneeded."""
+        self._waiting.append(buffer)
+        if not self._busy:
+            self._settle_waiting()
+
+    def _settle_waiting(self) -> None:
+        while self._waiting:
+            self._busy += 1
+            try:
+                waiting, self._waiting = self._waiting, []
+                for buffer in waiting:
+                    self._release_if_unneeded(buffer)
+            finally:
+                self._busy -= 1
+
+    def _release_if_unneeded(self, buffer: Buffer) -> None:
+        """Let go of what nothing needs; a needed loose buffer whose array went becomes evicted (made again if asked)."""
+        state = buffer.state
+        if state == HELD:
+            if buffer.needed:
+                return
+            ref = buffer.ref
+            buffer.array = None
+            self._unhold(buffer)
+            self._log("release", buffer.name, buffer.nbytes)
+            if ref() is not None:  # other code still uses it (a model's output): it may be saved again
+                buffer.state = LOOSE
+                self._retag(buffer, memory_buffers.OUTPUT)
+                return
+        elif state == LOOSE:
+            if buffer.ref() is not None:
+                return
+            if buffer.needed:  # a call's input that no node saved: the forward let go of it, a rerun remakes it
+                self._detach(buffer)
+                buffer.state = EVICTED
+                return
+        elif state != EVICTED or buffer.needed:
+            return
+        self._detach(buffer)
+        buffer.state = RELEASED
+        call = buffer.call
+        call.live_made -= 1
+        if not call.live_made and call.finished:
+            self.end_call(call)
+
+    # ------------------------------------------------------------------ the log
+
+    def _log(self, kind: str, name: str, nbytes: int) -> None:
+        if self.stats.events is not None:
+            self.stats._record(kind, name, nbytes, self.clock)
+
+
+def too_small_message(what: str, need: int, budget: int) -> str:
+    return (
+        f"budget: {what} needs {need:,} bytes of saved activations held at once (what it reads, makes and "
+        f"saves, with what cannot be evicted at that moment), more than the budget of {budget:,} bytes. The "
+        f"smallest budget that lets it run is {need:,} bytes (budget({need})); or use a smaller batch"
+    )
