@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from minigrad.tensor.backend import array_module
 
 __all__ = ["Geometry", "geometry_of", "cut"]
@@ -32,8 +34,9 @@ class Geometry(NamedTuple):
 
 
 def _address(array) -> int:
-    interface = getattr(array, "__array_interface__", None)
-    return interface["data"][0] if interface is not None else array.data.ptr  # NumPy, else CuPy
+    if isinstance(array, np.ndarray):
+        return array.__array_interface__["data"][0]
+    return array.__cuda_array_interface__["data"][0]  # CuPy (and the strict test device)
 
 
 def geometry_of(view, root) -> Geometry | None:
@@ -50,6 +53,7 @@ def cut(buffer, geometry: Geometry | None):
     """The view ``geometry`` describes, cut from ``buffer`` (``buffer`` itself when ``geometry`` is None)."""
     if geometry is None:
         return buffer
-    flat = buffer.ravel(order="K")  # a view, in memory order, of a contiguous buffer
-    return array_module(buffer).lib.stride_tricks.as_strided(
-        flat[geometry.offset:], geometry.shape, geometry.strides, writeable=geometry.writeable)
+    flat = buffer.ravel(order="K")[geometry.offset:]  # a view, in memory order, of a contiguous buffer
+    if isinstance(buffer, np.ndarray):
+        return np.lib.stride_tricks.as_strided(flat, geometry.shape, geometry.strides, writeable=geometry.writeable)
+    return array_module(buffer).lib.stride_tricks.as_strided(flat, geometry.shape, geometry.strides)
