@@ -151,7 +151,7 @@ class Pool:
     def __init__(self, budget: int, log: bool) -> None:
         self.budget = budget
         self.stats = BudgetStats(budget, events=[] if log else None)
-        self.clock = 0  # logical time: one tick per pack, unpack, module call and node run
+        self.clock = 0  # logical time: one tick per pack, unpack, module call, node run and rerun
         self.by_root: dict[int, Buffer] = {}  # id(array) -> the held or loose buffer on it
         self.held: dict[Buffer, None] = {}  # in the order they were held: ties between victims go to the oldest
         self.current_call: Call | None = None  # the call whose forward is running (set by the budget)
@@ -221,13 +221,12 @@ class Pool:
     # ------------------------------------------------------------------ making room
 
     def make_room(self, nbytes: int) -> int | None:
-        """Evict until ``nbytes`` more fit under the budget: None if they do, else the bytes needed at once."""
+        """Evict until ``nbytes`` more fit under the budget: None if they do, else the smallest budget they would fit."""
         if self.stats.live + nbytes <= self.budget:
             return None
         candidates = [b for b in self.held if self._evictable(b)]
-        stuck = self.stats.live - sum(b.nbytes for b in candidates)
-        if stuck + nbytes > self.budget:  # even evicting all of them would not do: evict none
-            return stuck + nbytes
+        if self.stats.live - sum(b.nbytes for b in candidates) + nbytes > self.budget:  # hopeless: evict nothing
+            return self._smallest_budget(nbytes)
         refused: set[Buffer] = set()
         while self.stats.live + nbytes > self.budget:
             victim = choose_victim(
@@ -235,16 +234,41 @@ class Pool:
                 for b in candidates if b.state == HELD and b not in refused
             )
             if victim is None:
-                return self.stats.live + nbytes
+                return max(self.stats.live + nbytes, self._smallest_budget(nbytes))
             if not self._evict(victim.key):
                 refused.add(victim.key)
         return None
 
     def _evictable(self, buffer: Buffer) -> bool:
-        """Free to go: unused now, unchanged, and its call can run again within the budget to bring it back."""
-        call = buffer.call
+        return self._free_to_go(buffer) and self._rerun_bytes(buffer) <= self.budget
+
+    def _free_to_go(self, buffer: Buffer) -> bool:
+        """Unused now, unchanged since it was made, and its call can run again."""
         return (buffer.pins == 0 and buffer.last_access < self.clock and buffer.counter.value == buffer.version
-                and call.replayable() and call.input_bytes + buffer.nbytes <= self.budget)
+                and buffer.call.replayable())
+
+    @staticmethod
+    def _rerun_bytes(buffer: Buffer) -> int:
+        """What bringing it back holds at once: its call's managed inputs and itself (a budget below cannot)."""
+        return buffer.call.input_bytes + buffer.nbytes
+
+    def _smallest_budget(self, nbytes: int) -> int:
+        """The smallest budget under which ``nbytes`` more would fit now.
+
+        A buffer that is not free to go stays under any budget; one that is free to go but whose rerun would
+        not fit the budget goes only under a budget of at least its ``_rerun_bytes``. With these thresholds
+        sorted, the bytes that must stay fall step by step as the budget grows: the first level they fit is it.
+        """
+        fixed = nbytes + sum(b.nbytes for b in self.held if not self._free_to_go(b))
+        gated = sorted((self._rerun_bytes(b), b.nbytes) for b in self.held if self._free_to_go(b))
+        staying = sum(n for _, n in gated)  # the gated bytes that stay under budgets below the next threshold
+        for position in range(len(gated) + 1):
+            if position:
+                staying -= gated[position - 1][1]
+            level = max(gated[position - 1][0] if position else 0, fixed + staying)
+            if position == len(gated) or level < gated[position][0]:
+                return level
+        raise AssertionError("unreachable: the last level always fits")
 
     def _remat_cost(self, buffer: Buffer) -> float:
         """c(t) plus the cost of its evicted neighbourhood: the calls that would run again to bring it back."""
@@ -314,6 +338,7 @@ class Pool:
                     entry.buffer.pins += 1
                     entry.buffer.last_access = self.clock
                     pinned.append(entry.buffer)
+            self.tick()  # a rerun is an event: what the cascade brought back so far is older than what it makes now
             self._check_fits(self.make_room(target.nbytes), target.nbytes, f"running {call.name} again")
             wanted, nbytes = [target], target.nbytes
             for other in call.made:
