@@ -122,6 +122,7 @@ class budget:
         self._handles, self._nested = [], 0
         self.pool.current_call = None
         self.pool.active = False
+        self.pool.block_ended()
         self.pool.stop_listening_if_idle()
 
     def __repr__(self) -> str:
@@ -132,7 +133,7 @@ class budget:
     # ------------------------------------------------------------------ module calls
 
     def _listening(self) -> bool:
-        return _active and _active[-1] is self and not self.pool.replaying
+        return bool(_active) and _active[-1] is self and not Pool.rerunning
 
     def _module_entered(self, module, args) -> None:
         if not self._listening():

@@ -148,6 +148,8 @@ class _Operation:
 class Pool:
     """The buffers of one budget; see the module docstring."""
 
+    rerunning = 0  # > 0 while a call of any budget runs again (its module calls are no new calls)
+
     def __init__(self, budget: int, log: bool) -> None:
         self.budget = budget
         self.stats = BudgetStats(budget, events=[] if log else None)
@@ -156,7 +158,6 @@ class Pool:
         self.held: dict[Buffer, None] = {}  # in the order they were held: ties between victims go to the oldest
         self.current_call: Call | None = None  # the call whose forward is running (set by the budget)
         self.node_pins: list[Buffer] = []
-        self.replaying = 0  # > 0 while a call runs again
         self.active = False
         self.handles = 0  # live SavedHandles
         self.operation = _Operation(self)
@@ -307,7 +308,7 @@ class Pool:
         if need is None:
             return
         call = self.current_call
-        if call is not None and not self.replaying:
+        if call is not None and not Pool.rerunning:
             call.shortfall = max(call.shortfall, need)
             return
         raise BudgetError(too_small_message(what, need, self.budget))
@@ -347,10 +348,14 @@ class Pool:
                     nbytes += other.nbytes
             self._check_inputs_unchanged(call)
             start = time.perf_counter()
-            saved, outputs = self._run_again(call)
+            saved, outputs, read = self._run_again(call)
             for buffer in wanted:
                 kind, index = buffer.locator
                 root = root_array((saved if kind == "saved" else outputs)[index]._data)
+                if id(root) in read:
+                    raise CheckpointError(
+                        f"budget: running {call.name} again gave one of its inputs where its first run made "
+                        f"{kind} tensor {index}: the module must compute the same thing each time it runs")
                 last_access = buffer.last_access
                 self._attach(buffer, root)
                 self._keep(buffer, root)
@@ -365,8 +370,9 @@ class Pool:
             for buffer in pinned:
                 buffer.pins -= 1
 
-    def _run_again(self, call: Call) -> tuple[list, list]:
-        """The tensors a second run of ``call`` saves, and its outputs: from the same inputs and random state."""
+    def _run_again(self, call: Call) -> tuple[list, list, set]:
+        """The tensors a second run of ``call`` saves, its outputs (same inputs and random state), and the ids of
+        the arrays it read."""
         args = []
         for entry in call.inputs:
             if type(entry) is BufferInput:
@@ -380,12 +386,12 @@ class Pool:
             saved.append(t)
             return t
 
-        self.replaying += 1
+        Pool.rerunning += 1
         try:
             with restored_rng(call.rng), _autocast_as(call.autocast), enable_grad(), saved_tensors_hooks(keep, _unchanged):
                 outputs = output_tensors(call.module(*args))
         finally:
-            self.replaying -= 1
+            Pool.rerunning -= 1
         got = [(t.shape, t.dtype) for t in saved], [(t.shape, t.dtype) for t in outputs]
         if got != (call.saved_meta, call.output_meta):
             raise CheckpointError(
@@ -394,7 +400,7 @@ class Pool:
                 f"{len(call.output_meta)} ({call.saved_meta}, {call.output_meta}). A module under a budget must "
                 "compute the same thing each time it runs, from positional arguments only"
             )
-        return saved, outputs
+        return saved, outputs, {id(root_array(a._data)) for a in args if hasattr(a, "_data")} | call.external
 
     def _check_inputs_unchanged(self, call: Call) -> None:
         for position, (counter, version) in enumerate(call.versions):
@@ -469,6 +475,12 @@ class Pool:
                 self._settle(entry.buffer)
         call.inputs, call.rng = [], None
 
+    def block_ended(self) -> None:
+        """Nothing can save a loose buffer that nothing needs any more (a model's output): let it and its call go."""
+        with self.operation:
+            for buffer in [b for b in self.by_root.values() if b.state == LOOSE and not b.needed]:
+                self._release(buffer)
+
     def _settle(self, buffer: Buffer) -> None:
         """Look at ``buffer`` again (now, or when the pool's current operation ends): release it if unneeded."""
         self._waiting.append(buffer)
@@ -508,6 +520,9 @@ class Pool:
                 return
         elif state != EVICTED or buffer.needed:
             return
+        self._release(buffer)
+
+    def _release(self, buffer: Buffer) -> None:
         self._detach(buffer)
         buffer.state = RELEASED
         call = buffer.call
