@@ -59,7 +59,7 @@ import numbers
 import weakref
 
 from minigrad.checkpoint.budget_cost import call_flops, output_tensors
-from minigrad.checkpoint.budget_pool import Buffer, BufferInput, Call, Pool, SavedHandle, HELD, too_small_message
+from minigrad.checkpoint.budget_pool import HELD, BufferInput, Call, Pool, SavedHandle, too_small_message
 from minigrad.checkpoint.budget_stats import BudgetError, BudgetStats
 from minigrad.checkpoint.budget_views import geometry_of
 from minigrad.checkpoint.rng_states import capture_rng

@@ -59,7 +59,7 @@ class Buffer:
     """One buffer the pool manages (see the module docstring for its states)."""
 
     __slots__ = ("call", "locator", "nbytes", "device", "key", "array", "ref", "state", "handles", "consumers",
-                 "pins", "last_access", "counter", "version")
+                 "pins", "last_access", "counter", "version", "was_held")
 
     def __init__(self, call: "Call", locator: tuple[str, int], nbytes: int, device, counter) -> None:
         self.call, self.locator = call, locator  # ("saved", i) or ("output", i): where a rerun of call gives it
@@ -70,6 +70,7 @@ class Buffer:
         self.state = LOOSE
         self.handles = self.consumers = self.pins = 0
         self.last_access = 0
+        self.was_held = False
         self.counter, self.version = counter, counter.value  # an in-place change since it was made shows here
 
     @property
@@ -196,9 +197,11 @@ class Pool:
 
     def hold(self, buffer: Buffer, what: str) -> None:
         """Keep a loose buffer (its array is alive), counted in ``live``: room is made for it first."""
-        self._check_fits(self.make_room(buffer.nbytes), buffer.nbytes, what)
+        self._check_fits(self.make_room(buffer.nbytes), what)
+        if not buffer.was_held:
+            buffer.was_held = True
+            self.stats.saved_buffers += 1
         self._keep(buffer, buffer.ref())
-        self.stats.saved_buffers += 1
         self._log("save", buffer.name, buffer.nbytes)
 
     def _keep(self, buffer: Buffer, root) -> None:
@@ -222,7 +225,7 @@ class Pool:
     # ------------------------------------------------------------------ making room
 
     def make_room(self, nbytes: int) -> int | None:
-        """Evict until ``nbytes`` more fit under the budget: None if they do, else the smallest budget they would fit."""
+        """Evict until ``nbytes`` more fit under the budget: None if they do, else the smallest budget they fit."""
         if self.stats.live + nbytes <= self.budget:
             return None
         candidates = [b for b in self.held if self._evictable(b)]
@@ -302,7 +305,7 @@ class Pool:
             del self.by_root[buffer.key]
         buffer.ref = buffer.key = None
 
-    def _check_fits(self, need: int | None, nbytes: int, what: str) -> None:
+    def _check_fits(self, need: int | None, what: str) -> None:
         """Raise :class:`BudgetError` if room could not be made; during a module's forward, note the shortfall instead
         (the module's end raises it with everything the module needed)."""
         if need is None:
@@ -340,10 +343,11 @@ class Pool:
                     entry.buffer.last_access = self.clock
                     pinned.append(entry.buffer)
             self.tick()  # a rerun is an event: what the cascade brought back so far is older than what it makes now
-            self._check_fits(self.make_room(target.nbytes), target.nbytes, f"running {call.name} again")
+            self._check_fits(self.make_room(target.nbytes), f"running {call.name} again")
             wanted, nbytes = [target], target.nbytes
             for other in call.made:
-                if other is not target and other.state == EVICTED and self.stats.live + nbytes + other.nbytes <= self.budget:
+                fits = self.stats.live + nbytes + other.nbytes <= self.budget
+                if other is not target and other.state == EVICTED and fits:
                     wanted.append(other)
                     nbytes += other.nbytes
             self._check_inputs_unchanged(call)
@@ -388,7 +392,8 @@ class Pool:
 
         Pool.rerunning += 1
         try:
-            with restored_rng(call.rng), _autocast_as(call.autocast), enable_grad(), saved_tensors_hooks(keep, _unchanged):
+            with restored_rng(call.rng), _autocast_as(call.autocast), enable_grad(), \
+                    saved_tensors_hooks(keep, _unchanged):
                 outputs = output_tensors(call.module(*args))
         finally:
             Pool.rerunning -= 1
@@ -498,7 +503,7 @@ class Pool:
                 self._busy -= 1
 
     def _release_if_unneeded(self, buffer: Buffer) -> None:
-        """Let go of what nothing needs; a needed loose buffer whose array went becomes evicted (made again if asked)."""
+        """Let go of what nothing needs; a needed loose buffer whose array went is evicted (made again if asked)."""
         state = buffer.state
         if state == HELD:
             if buffer.needed:

@@ -3,9 +3,10 @@
 :class:`BudgetStats` is live: the budget mode (:mod:`.budget`) updates it as
 it goes, so it can be read inside or after the ``with`` block. Invariants:
 ``high_water`` is the largest ``live`` ever seen and stays at most ``budget``
-(else :class:`BudgetError` was raised); ``live`` is the exact bytes of the
-saved buffers the budget holds, each buffer once however many views of it
-the graph keeps. The overhead figures compare what backward recomputed with
+(a module that needs more goes on to its end, to measure all it needs, and
+raises :class:`BudgetError` there); ``live`` is the exact bytes of the saved
+buffers the budget holds, each buffer once however many views of it the
+graph keeps; ``saved_buffers`` counts the buffers it ever held. The overhead figures compare what backward recomputed with
 what the forward passes computed: ``recompute_fraction`` in FLOPs (counted
 as :mod:`.budget_cost` does), ``recomputed_calls / forward_calls`` in
 module calls, ``recompute_seconds`` in time measured.

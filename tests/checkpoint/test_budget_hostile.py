@@ -188,8 +188,8 @@ def test_a_module_that_computes_something_else_when_run_again(second_run):
             return x.relu() if self.calls == 1 else second_run(x)
 
     mt.manual_seed(0)
-    model = nn.Sequential(nn.Linear(WIDTH, WIDTH), Fickle(), nn.Linear(WIDTH, WIDTH), nn.ReLU(), nn.Linear(WIDTH, WIDTH),
-                          nn.ReLU(), nn.Linear(WIDTH, 1))
+    model = nn.Sequential(nn.Linear(WIDTH, WIDTH), Fickle(), nn.Linear(WIDTH, WIDTH), nn.ReLU(),
+                          nn.Linear(WIDTH, WIDTH), nn.ReLU(), nn.Linear(WIDTH, 1))
     x = mt.randn(BATCH, WIDTH)
     with pytest.raises(CheckpointError, match="module '1' \\(Fickle\\)"):
         run(model, x, budget(2 * ONE))
