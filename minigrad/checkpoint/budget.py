@@ -47,10 +47,14 @@ Invariants
 - Budgets nest: the innermost one governs its block alone. Entering the same
   budget again after it ended continues with the same buffers and figures
   (one budget across training steps); entering it while active raises.
-- What is outside the budget: parameters and data, and tensors saved by ops
+- What is outside the budget: parameters and data, tensors saved by ops
   that run outside any leaf module (e.g. a loss computed with functions, not
-  a module): those are kept as usual. Leaf modules are run again with their
-  positional arguments (keyword arguments are not seen by module hooks).
+  a module), which are kept as usual, and what a module's run makes and
+  drops at once (its temporaries; during a rerun, the copies of its buffers
+  that are still held). A call's input that no node saved is not held
+  either: once the forward lets go of it, a rerun of its own call remakes it.
+  Leaf modules are run again with their positional arguments (keyword
+  arguments are not seen by module hooks).
 """
 
 from __future__ import annotations
@@ -154,7 +158,7 @@ class budget:
                 call.inputs.append(self._input(call, arg))
 
     def _input(self, call: Call, arg):
-        """What the call keeps of one argument: a managed buffer (held from now on), or the argument itself."""
+        """What the call keeps of one argument: a managed buffer it reads (or a view of one), or the argument."""
         if not isinstance(arg, Tensor):
             return arg
         call.versions.append((arg._version_counter, arg._version_counter.value))
