@@ -26,7 +26,7 @@ in FLOPs counted from shapes (:mod:`.budget_cost`; the paper measures time,
 counting keeps the choices the same on every run). A buffer is managed if a
 leaf module's call made it; its call's inputs are then kept (managed too, so
 they may be evicted in turn) so that it can run again. Bookkeeping:
-:mod:`.budget_pool`.
+:mod:`.budget_pool`, on the records of :mod:`.budget_records`.
 
 Invariants
 - The bytes held (``stats.live``: each managed buffer once, however many
@@ -63,7 +63,8 @@ import numbers
 import weakref
 
 from minigrad.checkpoint.budget_cost import call_flops, output_tensors
-from minigrad.checkpoint.budget_pool import HELD, BufferInput, Call, Pool, SavedHandle, too_small_message
+from minigrad.checkpoint.budget_pool import Pool, too_small_message
+from minigrad.checkpoint.budget_records import HELD, BufferInput, Call, SavedHandle
 from minigrad.checkpoint.budget_stats import BudgetError, BudgetStats
 from minigrad.checkpoint.budget_views import geometry_of
 from minigrad.checkpoint.rng_states import capture_rng

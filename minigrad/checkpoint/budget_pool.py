@@ -1,19 +1,11 @@
 """The buffers a memory budget keeps for backward: held under its byte limit, evicted, and made again.
 
-Words. A *buffer* is the memory behind saved tensors (views of one buffer
-count once). A *call* is one call of a leaf module: what it read, its random
-state, the buffers it made, its cost in FLOPs. Every buffer the pool manages
-was made by one call, and running that call again makes it again. A node
-keeps a :class:`SavedHandle` (a buffer, and where its saved tensor sits in
-it) instead of the tensor.
-
-A buffer is
-- *held*: the pool keeps it; its bytes count in ``live``;
-- *loose*: alive because other code keeps it (a module's output that no node
-  has saved yet), not counted;
-- *evicted*: freed by the pool while something still needs it: running its
-  call again brings it back (cascading: the call's evicted inputs first);
-- *released*: nothing needs it any more.
+Every buffer the pool manages was made by one leaf module's call, and
+running that call again makes it again (the records, and the four states a
+buffer goes through, are in :mod:`.budget_records`). The pool holds buffers
+when nodes save them, evicts by :mod:`.eviction`'s heuristic to make room,
+brings evicted ones back when backward needs them, cascading through the
+evicted inputs of their calls, and releases what nothing needs.
 
 Invariants
 - ``live`` is the exact bytes of the held buffers; a buffer is held only
@@ -27,20 +19,20 @@ Invariants
 - Only a buffer whose eviction frees its memory is evicted (nothing else
   refers to it), one that nothing is using (not pinned by the node running
   backward or by a call being run again, not touched at this tick), whose
-  call can run again (it finished, its inputs were not changed in place) and
-  that was not itself changed in place since it was made.
+  call can run again (it finished, its inputs were not changed in place),
+  whose rerun fits the budget (its call's inputs and itself), and that was
+  not itself changed in place since it was made.
 """
 
 from __future__ import annotations
 
 import time
 import weakref
-from typing import NamedTuple
 
-from minigrad.amp import autocast_state
 from minigrad.checkpoint.budget_cost import output_tensors
+from minigrad.checkpoint.budget_records import EVICTED, HELD, LOOSE, RELEASED, Buffer, BufferInput, Call, SavedHandle
 from minigrad.checkpoint.budget_stats import BudgetError, BudgetStats
-from minigrad.checkpoint.budget_views import Geometry, cut
+from minigrad.checkpoint.budget_views import cut
 from minigrad.checkpoint.errors import CheckpointError
 from minigrad.checkpoint.eviction import Candidate, choose_victim, remat_cost
 from minigrad.checkpoint.recompute import _autocast_as, _detached, _unchanged
@@ -50,83 +42,7 @@ from minigrad.tensor import enable_grad, events, saved_tensors_hooks
 from minigrad.tensor.backend import root_array
 from minigrad.tensor.tensor import make_tensor
 
-__all__ = ["Pool", "Call", "Buffer", "BufferInput", "SavedHandle", "HELD", "LOOSE", "EVICTED", "RELEASED"]
-
-HELD, LOOSE, EVICTED, RELEASED = "held", "loose", "evicted", "released"
-
-
-class Buffer:
-    """One buffer the pool manages (see the module docstring for its states)."""
-
-    __slots__ = ("call", "locator", "nbytes", "device", "key", "array", "ref", "state", "handles", "consumers",
-                 "pins", "last_access", "counter", "version", "was_held")
-
-    def __init__(self, call: "Call", locator: tuple[str, int], nbytes: int, device, counter) -> None:
-        self.call, self.locator = call, locator  # ("saved", i) or ("output", i): where a rerun of call gives it
-        self.nbytes, self.device = nbytes, device
-        self.key = None  # id() of the array while alive
-        self.array = None  # the array, while held
-        self.ref = None  # a weak reference to it, while held or loose
-        self.state = LOOSE
-        self.handles = self.consumers = self.pins = 0
-        self.last_access = 0
-        self.was_held = False
-        self.counter, self.version = counter, counter.value  # an in-place change since it was made shows here
-
-    @property
-    def needed(self) -> bool:
-        return self.handles > 0 or self.consumers > 0
-
-    @property
-    def name(self) -> str:
-        return f"{self.call.name} {self.locator[0]} {self.locator[1]}"
-
-
-class BufferInput(NamedTuple):
-    """A call's input that is a managed buffer (or a view of one)."""
-
-    buffer: Buffer
-    geometry: Geometry | None
-    requires_grad: bool
-    device: object
-
-
-class Call:
-    """One call of a leaf module: how to run it again, what its first run saved, the buffers it made."""
-
-    def __init__(self, module, name: str, inputs: list, versions: list, rng: dict, external: set) -> None:
-        self.module, self.name = module, name
-        self.inputs = inputs  # a BufferInput, or the argument itself, per positional argument
-        self.versions = versions  # (version counter, value) of each tensor argument when called
-        self.rng = rng
-        self.autocast = {device: autocast_state.mode(device) for device in ("cpu", "cuda")}
-        self.external = external  # ids of the arrays it read that the pool does not manage (parameters, data)
-        self.saved_meta: list[tuple] = []  # (shape, dtype) of each tensor its ops saved, in order
-        self.output_meta: list[tuple] = []
-        self.made: list[Buffer] = []
-        self.live_made = 0  # how many of `made` are held, loose or evicted
-        self.cost = 1
-        self.input_bytes = 0  # of the managed buffers it reads: what running it again holds besides what it makes
-        self.shortfall = 0  # the bytes it needed at once, when more than the budget
-        self.finished = self.broken = self.ended = False
-
-    def replayable(self) -> bool:
-        return self.finished and not self.broken and all(c.value == v for c, v in self.versions)
-
-
-class SavedHandle:
-    """What a node keeps instead of a managed saved tensor: its buffer, and where the tensor sits in it."""
-
-    __slots__ = ("pool", "buffer", "geometry")
-
-    def __init__(self, pool: "Pool", buffer: Buffer, geometry: Geometry | None) -> None:
-        self.pool, self.buffer, self.geometry = pool, buffer, geometry
-        buffer.handles += 1
-        pool.handles += 1
-
-    def __del__(self) -> None:  # the node let go of it (backward freed it, or the graph went)
-        self.pool.handle_dropped(self.buffer)
-
+__all__ = ["Pool", "too_small_message"]
 
 class _Operation:
     """Marks the pool busy; releases that were asked for meanwhile happen when the outermost operation ends."""
