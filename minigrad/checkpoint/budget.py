@@ -67,7 +67,7 @@ from minigrad.checkpoint.budget_pool import Pool, too_small_message
 from minigrad.checkpoint.budget_records import HELD, BufferInput, Call, SavedHandle
 from minigrad.checkpoint.budget_stats import BudgetError, BudgetStats
 from minigrad.checkpoint.budget_views import geometry_of
-from minigrad.checkpoint.rng_states import capture_rng
+from minigrad.checkpoint import rng_states
 from minigrad.nn.module_hooks import register_module_forward_hook, register_module_forward_pre_hook
 from minigrad.tensor import Tensor, saved_tensors_hooks
 from minigrad.tensor.backend import root_array
@@ -153,7 +153,7 @@ class budget:
             return
         with pool.operation:
             pool.tick()
-            call = Call(module, self._name(module), [], [], capture_rng(args), self._external(module))
+            call = Call(module, self._name(module), [], [], rng_states.capture_rng(args), self._external(module))
             pool.current_call = call
             for arg in args:
                 call.inputs.append(self._input(call, arg))
@@ -189,7 +189,7 @@ class budget:
             else:
                 self._outputs(call, output)
                 call.broken = not call.replayable()  # it changed an input in place
-                call.cost = call_flops(module, output)
+                call.cost = call_flops(module, args, output)
                 call.input_bytes = sum({id(e.buffer): e.buffer.nbytes for e in call.inputs
                                         if type(e) is BufferInput}.values())
                 pool.stats.forward_calls += 1

@@ -35,8 +35,8 @@ from minigrad.checkpoint.budget_stats import BudgetError, BudgetStats
 from minigrad.checkpoint.budget_views import cut
 from minigrad.checkpoint.errors import CheckpointError
 from minigrad.checkpoint.eviction import Candidate, choose_victim, remat_cost
-from minigrad.checkpoint.recompute import _autocast_as, _detached, _unchanged
-from minigrad.checkpoint.rng_states import restored_rng
+from minigrad.checkpoint.recompute import autocast_as, detached, unchanged
+from minigrad.checkpoint import rng_states
 from minigrad.memory import buffers as memory_buffers
 from minigrad.tensor import enable_grad, events, saved_tensors_hooks
 from minigrad.tensor.backend import root_array
@@ -299,7 +299,7 @@ class Pool:
                 t = make_tensor(cut(entry.buffer.array, entry.geometry), entry.device)
                 args.append(t.requires_grad_(True) if entry.requires_grad else t)
             else:
-                args.append(_detached(entry))
+                args.append(detached(entry))
         saved: list = []
 
         def keep(t):
@@ -308,8 +308,8 @@ class Pool:
 
         Pool.rerunning += 1
         try:
-            with restored_rng(call.rng), _autocast_as(call.autocast), enable_grad(), \
-                    saved_tensors_hooks(keep, _unchanged):
+            with rng_states.restored_rng(call.rng), autocast_as(call.autocast), enable_grad(), \
+                    saved_tensors_hooks(keep, unchanged):
                 outputs = output_tensors(call.module(*args))
         finally:
             Pool.rerunning -= 1

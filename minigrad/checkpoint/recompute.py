@@ -55,7 +55,7 @@ from minigrad.tensor import Tensor, enable_grad, is_grad_enabled, saved_tensors_
 from minigrad.tensor import saved_tensors as _saved_tensors
 from minigrad.tensor.tensor import make_tensor
 
-__all__ = ["checkpoint", "count_recomputes", "RecomputeCount"]
+__all__ = ["checkpoint", "count_recomputes", "RecomputeCount", "autocast_as", "detached", "unchanged"]
 
 _DETERMINISM_CHECKS = ("default", "none")
 
@@ -140,8 +140,8 @@ class _Frame:
 
         args = tuple(a.value() if isinstance(a, _KeptInput) else a for a in self.args)
         kwargs = {k: v.value() if isinstance(v, _KeptInput) else v for k, v in self.kwargs.items()}
-        with rng_states.restored_rng(self.rng), _autocast_as(self.autocast), enable_grad(), \
-                buffers_put_back(self.restore_buffers), saved_tensors_hooks(keep, _unchanged), \
+        with rng_states.restored_rng(self.rng), autocast_as(self.autocast), enable_grad(), \
+                buffers_put_back(self.restore_buffers), saved_tensors_hooks(keep, unchanged), \
                 self.recompute_context():
             self.fn(*args, **kwargs)
         self.recomputations += 1
@@ -244,7 +244,12 @@ def count_recomputes() -> RecomputeCount:
 # --------------------------------------------------------------------------- helpers
 
 
-def _unchanged(t):
+def detached(a):
+    """A tensor argument as a fresh leaf with its data, requiring grad as it did; anything else as it is."""
+    return a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a
+
+
+def unchanged(t):
     return t
 
 
@@ -256,7 +261,7 @@ class _Nothing:
         return None
 
 
-class _autocast_as:
+class autocast_as:
     """Enter, for each device type, an autocast region reproducing the mode of the first forward (or off)."""
 
     def __init__(self, modes: dict) -> None:

@@ -69,7 +69,7 @@ Estimating a step's memory, and the cards it must fit:
 - ``estimate_recording.py`` (338 lines): recording a training step's memory events at a small batch size.
 - ``fit.py`` (130 lines): will it fit, in reserved bytes: the step's allocations replayed through the card's allocator.
 - ``card_check.py`` (95 lines): one step on a simulated card, the answer every fit figure must agree with.
-- ``profiles.py`` (166 lines): eight consumer GPUs (memory, bandwidth, non-tensor and tensor throughput, CUDA
+- ``profiles.py`` (210 lines): eight consumer GPUs (memory, bandwidth, non-tensor and tensor throughput, CUDA
   context), with sources.
 - ``accumulation.py`` (188 lines): peak and reserved bytes against micro-batch size at one effective batch
   (gradient accumulation), and the fewest micro-batches that fit a card.
