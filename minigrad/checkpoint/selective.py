@@ -34,8 +34,10 @@ Invariants
 - Gradients are those of the block without checkpointing, bit for bit: each
   saved tensor is either the first forward's or its recomputed equal.
 - Memory: the "save" ops' saved tensors live until backward, the others are
-  freed after forward. A tensor saved by both kinds of op (a ReLU's output
-  that the next linear also saves) is kept by the one that saves it.
+  freed after forward. A buffer saved by both kinds of op (a ReLU's output
+  that the next linear also saves) is kept, and not recomputed as well: the
+  first run settles each saved tensor's fate when it ends, and the recompute
+  gives each of its saved tensors the fate of its first-run twin at once.
 - Time: the recompute still runs the whole block (the outputs of the saved
   ops are needed downstream). PyTorch also skips re-running the saved ops by
   caching their outputs; this version does not, so it buys memory only.
@@ -46,6 +48,7 @@ Invariants
 from __future__ import annotations
 
 from minigrad.tensor import events, saved_tensors_hooks
+from minigrad.tensor.backend import root_array
 from minigrad.tensor import saved_tensors as _saved_tensors
 
 __all__ = ["selective_checkpoint_context", "save_expensive", "SAVE", "RECOMPUTE", "EXPENSIVE_OPS"]
@@ -70,7 +73,8 @@ def selective_checkpoint_context(policy=save_expensive):
         )
 
     def context_fn():
-        return _Selection(policy, first_run=True), _Selection(policy, first_run=False)
+        fates: list[bool] = []  # per decided saved tensor, in save order: does it go to the frame (be recomputed)?
+        return _Selection(policy, True, fates), _Selection(policy, False, fates)
 
     return context_fn
 
@@ -87,9 +91,11 @@ class _Held:
 class _Selection:
     """The hooks of one run (first forward or recompute) of one selective block; see the module docstring."""
 
-    def __init__(self, policy, first_run: bool) -> None:
-        self.policy, self.first_run = policy, first_run
+    def __init__(self, policy, first_run: bool, fates: list) -> None:
+        self.policy, self.first_run, self.fates = policy, first_run, fates
         self.pending: list[_Held] = []
+        self.decided: list[tuple[_Held, str]] = []  # first run: in save order, settled when the run ends
+        self.seen = 0  # recompute: how many saved tensors it decided so far
 
     def __enter__(self) -> "_Selection":
         if not _saved_tensors.stack:
@@ -101,12 +107,26 @@ class _Selection:
         self.hooks = saved_tensors_hooks(self.pack, self.unpack)
         self.hooks.__enter__()
         self.listening = events.listen("op_ran", self.op_ran)
+        self.seen = 0
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, error, tb) -> None:
         self.listening.remove()
-        self.hooks.__exit__(*exc)
-        self.hooks, self.pending = None, []  # unresolved holders stay with their nodes; no cycle through self
+        self.hooks.__exit__(kind, error, tb)
+        if kind is None and self.first_run:
+            self._settle()
+        self.hooks, self.pending, self.decided = None, [], []  # unresolved holders stay with their nodes
+
+    def _settle(self) -> None:
+        """First run: hand the "recompute" tensors to the frame, in save order - except those a "save" op saved
+        too (a ReLU's output that the next linear keeps): that buffer is kept, and must not be made twice."""
+        kept = {_buffer(held.tensor) for held, decision in self.decided if decision == SAVE}
+        for held, decision in self.decided:
+            to_frame = decision == RECOMPUTE and _buffer(held.tensor) not in kept
+            self.fates.append(to_frame)
+            if to_frame:
+                held.packed = self.frame_pack(held.tensor)
+                held.tensor = None
 
     def pack(self, t) -> _Held:
         held = _Held(t)
@@ -130,9 +150,17 @@ class _Selection:
                 f"selective_checkpoint_context: the policy returned {decision!r} for op {cls.op!r}; "
                 f"it must return {SAVE!r} or {RECOMPUTE!r}"
             )
-        for held in resolved:
-            if decision == RECOMPUTE:
+        if self.first_run:
+            self.decided.extend((held, decision) for held in resolved)
+            return
+        for held in resolved:  # the recompute: each saved tensor meets its first-run twin's fate, at once
+            to_frame = self.fates[self.seen] if self.seen < len(self.fates) else True  # extra: the frame's check says so
+            self.seen += 1
+            if to_frame:
                 held.packed = self.frame_pack(held.tensor)
-                held.tensor = None
-            elif not self.first_run:
-                held.tensor = None  # the first forward's tensor is used: this one is not needed
+            held.tensor = None  # kept ones: the first forward's tensor is used
+
+
+def _buffer(t) -> int:
+    """The id of the buffer behind tensor ``t`` (its views share it)."""
+    return id(root_array(t._data))
