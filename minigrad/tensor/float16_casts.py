@@ -2,9 +2,9 @@
 
 NumPy converts float16 element by element in scalar C (about 2.5 ns per
 number up, 4.5 ns down, here), slower than the float32 work they surround;
-these do the same conversions with a dozen whole-array operations, the same
-ones whatever the values (no pass over the array depends on how many numbers
-are zero, float16 subnormals or out of range).
+these do the same conversions with a dozen array operations, the same ones
+whatever the values (no pass depends on how many numbers are zero, float16
+subnormals or out of range), on blocks of :data:`BLOCK` elements at a time.
 Both are exact: :func:`widen` is ``a.astype(float32)`` and :func:`narrow`
 ``a.astype(float16)``, bit for bit: round to nearest, ties to even; 65520 and
 up become inf; float16 subnormals and signed zeros kept; a NaN keeps its sign
@@ -18,7 +18,8 @@ the exponent of ``x``, raised to -14 for float16 subnormals) leaves a float32
 whose last bit is worth float16's last bit at ``x``, so the float addition
 itself rounds to nearest even; the float16 bits are then read off the sum's
 exponent and mantissa. Only numbers of 65536 and up, inf and NaN need a fix,
-done afterwards on just those elements.
+done afterwards on just those elements, found in blocks where a maximum says
+there are some.
 """
 
 from __future__ import annotations
@@ -38,25 +39,48 @@ _SMALLEST_NORMAL = _U32(113 << 23)  # 2**-14, float16's smallest normal number
 _TOO_BIG = _U32(143 << 23)  # 2**16: from here on, inf or NaN (65520 up to it round to inf by themselves)
 
 
+#: elements converted at a time: each pass over a block finds it in the cache (here 2 MiB per core), where whole
+#: arrays of a few MiB would go to memory and back once per pass
+BLOCK = 1 << 16
+
+
 def widen(a: np.ndarray) -> np.ndarray:
     """``a.astype(float32)`` for a contiguous float16 array, exactly."""
-    bits = a.view(np.int16).astype(np.int32)  # sign-extended: bits 16-31 repeat the sign
+    halves = a.view(np.int16).reshape(-1)
+    out = np.empty(a.shape, np.float32)
+    flat = out.reshape(-1)
+    for start in range(0, halves.size, BLOCK):
+        _widen_block(halves[start : start + BLOCK], flat[start : start + BLOCK].view(np.int32))
+    return out
+
+
+def _widen_block(halves: np.ndarray, bits: np.ndarray) -> None:
+    np.copyto(bits, halves)  # sign-extended: bits 16-31 repeat the sign
     bits <<= 13  # mantissa at bits 13-22, exponent at 23-27, the sign at 28 and up
     bits &= np.int32(-0x70000001)  # 0x8FFFFFFF: the sign stays at bit 31, bits 28-30 cleared
     out = bits.view(np.float32)
     out *= _TWO_112  # rebias the exponent; float16 subnormals become float32 normals exactly
-    if out.size and (out.max() >= 65536 or out.min() <= -65536):  # inf or NaN somewhere (2**16 times 1.m by now)
-        special = np.flatnonzero(np.abs(out) >= 65536)
-        bits.reshape(-1)[special] |= _EXPONENT  # all exponent bits set, the payload kept
-    return out
+    if out.max() >= 65536 or out.min() <= -65536:  # inf or NaN somewhere (2**16 times 1.m by now)
+        bits[np.abs(out) >= 65536] |= _EXPONENT  # all exponent bits set, the payload kept
 
 
 def narrow(a: np.ndarray) -> np.ndarray:
     """``a.astype(float16)`` for a float32 array, exactly (round to nearest even)."""
-    u = np.ascontiguousarray(a).view(_U32)
-    magnitude = u & _ABS
-    too_big = magnitude.size and magnitude.max() >= _TOO_BIG
-    bias = magnitude & _EXPONENT
+    u = np.ascontiguousarray(a).view(_U32).reshape(-1)
+    out = np.empty(a.shape, np.uint16)
+    flat = out.reshape(-1)
+    scratch = np.empty((2, min(u.size, BLOCK)), _U32)
+    for start in range(0, u.size, BLOCK):
+        block = u[start : start + BLOCK]
+        _narrow_block(block, flat[start : start + BLOCK], *scratch[:, : block.size])
+    return out.view(np.float16)
+
+
+def _narrow_block(u: np.ndarray, out: np.ndarray, magnitude: np.ndarray, bias: np.ndarray) -> None:
+    """``out`` (uint16) = the float16 bits of the float32 bits ``u``; ``magnitude``, ``bias``: scratch of ``u``'s size."""
+    np.bitwise_and(u, _ABS, out=magnitude)
+    too_big = magnitude.max() >= _TOO_BIG
+    np.bitwise_and(magnitude, _EXPONENT, out=bias)
     np.maximum(bias, _SMALLEST_NORMAL, out=bias)  # float16 subnormals are rounded at 2**-24, the subnormals' spacing
     bias += _U32(13 << 23)
     total = bias.view(np.float32)
@@ -64,17 +88,16 @@ def narrow(a: np.ndarray) -> np.ndarray:
         total += magnitude.view(np.float32)  # the rounding: 2**(e + 13) + |x|, last bit worth 2**(e - 10)
     bits = bias  # the sum's bits: exponent e + 140, mantissa m = the float16 significand (1024 + fraction)
     bits -= _U32(126 << 23)  # exponent e + 14, that of the float16 bits minus the significand's leading one
-    out = magnitude
-    np.right_shift(bits, 13, out=out)  # exponent to bits 10-14 (the mantissa is below bit 12)
+    half = magnitude
+    np.right_shift(bits, 13, out=half)  # exponent to bits 10-14 (the mantissa is below bit 12)
     bits &= _U32(0xFFF)
-    out += bits  # adds the leading one into the exponent (and a carry from rounding up)
+    half += bits  # adds the leading one into the exponent (and a carry from rounding up)
     np.right_shift(u, 16, out=bits)
     bits &= _U32(0x8000)
-    out |= bits
-    half = out.astype(np.uint16)
+    half |= bits
+    np.copyto(out, half, casting="unsafe")  # the low 16 bits
     if too_big:
-        _fix_too_big(half.reshape(-1), u.reshape(-1))
-    return half.view(np.float16).reshape(a.shape)
+        _fix_too_big(out, u)
 
 
 def _fix_too_big(half: np.ndarray, u: np.ndarray) -> None:
