@@ -42,6 +42,8 @@ _TOO_BIG = _U32(143 << 23)  # 2**16: from here on, inf or NaN (65520 up to it ro
 #: elements converted at a time: each pass over a block finds it in the cache (here 2 MiB per core), where whole
 #: arrays of a few MiB would go to memory and back once per pass
 BLOCK = 1 << 16
+#: arrays smaller than this are left to NumPy's ``astype`` by :func:`astype`
+SMALL = 1 << 13
 
 
 def widen(a: np.ndarray) -> np.ndarray:
@@ -111,12 +113,17 @@ def _fix_too_big(half: np.ndarray, u: np.ndarray) -> None:
 
 
 def astype(a, dtype):
-    """``a.astype(dtype)``, through :func:`widen` / :func:`narrow` for NumPy float16 <-> float32."""
+    """``a.astype(dtype)``, through :func:`widen` / :func:`narrow` for NumPy float16 <-> float32 arrays of
+    :data:`SMALL` elements or more (below that NumPy's own loop is quicker than a dozen calls); numbers past
+    float16's range become inf without a warning, as in PyTorch."""
     if type(a) is np.ndarray:
         if not a.flags.c_contiguous and a.flags.f_contiguous:  # a transposed matrix: convert its transpose
             return astype(a.T, dtype).T
-        if a.dtype == _F16 and dtype == _F32:
+        if a.dtype == _F16 and dtype == _F32 and a.size >= SMALL:
             return widen(np.ascontiguousarray(a)).reshape(a.shape)
         if a.dtype == _F32 and dtype == _F16:
-            return narrow(a)
+            if a.size >= SMALL:
+                return narrow(a)
+            with np.errstate(over="ignore"):
+                return a.astype(dtype)
     return a.astype(dtype)

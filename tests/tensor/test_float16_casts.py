@@ -5,12 +5,14 @@ import warnings
 import numpy as np
 import pytest
 
-from minigrad.tensor.float16_casts import astype, narrow, widen
+from minigrad.tensor.float16_casts import SMALL, astype, narrow, widen
 
 
 def test_widen_is_astype_for_every_float16():
     every = np.arange(65536, dtype=np.uint16).view(np.float16)
     assert np.array_equal(widen(every).view(np.uint32), every.astype(np.float32).view(np.uint32))
+    across_blocks = np.tile(every, 3)[1:].reshape(-1, 7)  # several blocks, none starting at 0x0000
+    assert np.array_equal(widen(across_blocks).view(np.uint32), across_blocks.astype(np.float32).view(np.uint32))
     a_few_nans = np.concatenate([np.ones(50, np.float16), np.array([0x7C01, 0xFE00], np.uint16).view(np.float16)])
     assert np.array_equal(widen(a_few_nans).view(np.uint32), a_few_nans.astype(np.float32).view(np.uint32))
 
@@ -75,11 +77,17 @@ def test_narrow_and_widen_of_empty_zero_dimensional_and_strided_arrays():
         assert up.shape == x.shape and np.array_equal(up.view(np.uint32), down.astype(np.float32).view(np.uint32))
 
 
-def test_astype_keeps_shapes_and_layouts_and_leaves_other_dtypes_to_numpy():
-    a = np.random.default_rng(1).standard_normal((7, 5)).astype(np.float32)
+@pytest.mark.parametrize("rows", [7, SMALL // 5 + 1])  # NumPy's own loop below SMALL elements, the bit path above
+def test_astype_keeps_shapes_and_layouts_and_leaves_other_dtypes_to_numpy(rows):
+    a = np.random.default_rng(1).standard_normal((rows, 5)).astype(np.float32)
+    a[0, :3] = [1e5, -np.inf, np.nan]
     for view in (a, a.T, a[::2], np.float32(3.0) * np.ones(()).astype(np.float32)):
-        down = astype(view, np.dtype(np.float16))
-        assert down.shape == view.shape and np.array_equal(down, view.astype(np.float16))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            down = astype(view, np.dtype(np.float16))
+        with np.errstate(over="ignore"):
+            assert down.shape == view.shape and np.array_equal(down.view(np.uint16), view.astype(np.float16).view(np.uint16))
         up = astype(down, np.dtype(np.float32))
-        assert up.dtype == np.float32 and np.array_equal(up, down.astype(np.float32))
+        assert up.dtype == np.float32 and up.shape == view.shape
+        assert np.array_equal(up.view(np.uint32), down.astype(np.float32).view(np.uint32))
     assert astype(a, np.dtype(np.float64)).dtype == np.float64
