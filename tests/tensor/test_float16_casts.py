@@ -11,7 +11,7 @@ from minigrad.tensor.float16_casts import SMALL, astype, narrow, widen
 def test_widen_is_astype_for_every_float16():
     every = np.arange(65536, dtype=np.uint16).view(np.float16)
     assert np.array_equal(widen(every).view(np.uint32), every.astype(np.float32).view(np.uint32))
-    across_blocks = np.tile(every, 3)[1:].reshape(-1, 7)  # several blocks, none starting at 0x0000
+    across_blocks = np.tile(every, 3)[3:].reshape(-1, 5)  # several blocks, none starting at 0x0000
     assert np.array_equal(widen(across_blocks).view(np.uint32), across_blocks.astype(np.float32).view(np.uint32))
     a_few_nans = np.concatenate([np.ones(50, np.float16), np.array([0x7C01, 0xFE00], np.uint16).view(np.float16)])
     assert np.array_equal(widen(a_few_nans).view(np.uint32), a_few_nans.astype(np.float32).view(np.uint32))
