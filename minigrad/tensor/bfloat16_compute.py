@@ -24,7 +24,11 @@ dtype (ops promote their operands first, so that is every op on bfloat16):
 - :func:`backward` runs every such node's ``backward`` in float32 (the
   incoming gradient and the saved arrays widened) and rounds the gradients
   to bfloat16: gradients of bfloat16 tensors are bfloat16, and sums in
-  backward (broadcasting, repeated indices) accumulate in float32.
+  backward (broadcasting, repeated indices) accumulate in float32. An op
+  class with ``widens_saved_on_use = True`` gets its saved arrays as stored
+  and widens each just where it reads it (:func:`wide`), so a large saved
+  array (the fast convolution's im2col matrix) is not also held in float32
+  for the whole backward.
 
 float16 takes the same route, every op included (NumPy's float16 loops
 convert every element to float32 and back one at a time, 10-20x slower than
@@ -42,7 +46,7 @@ import numpy as np
 from minigrad.tensor.dtypes import bfloat16, float32, is_floating_point
 from minigrad.tensor.float16_casts import astype
 
-__all__ = ["DATA_MOVEMENT_OPS", "ACCUMULATING_OPS", "moves_data", "applies", "forward", "backward"]
+__all__ = ["DATA_MOVEMENT_OPS", "ACCUMULATING_OPS", "moves_data", "applies", "forward", "backward", "wide"]
 
 #: ops (``Function.op``) that only move or copy elements; the view ops (``is_view = True``) are included anyway.
 DATA_MOVEMENT_OPS = frozenset({
@@ -113,7 +117,7 @@ def forward(ctx, forward_fn, arrays, kwargs, storage=bfloat16):
 def backward(node, grad):
     """``node.backward(grad)`` in float32: the gradient and the saved arrays widened, the results rounded."""
     storage = node._storage
-    saved = node._saved
+    saved = () if getattr(node, "widens_saved_on_use", False) else node._saved
     if saved:
         node._saved = tuple(_widen(s, storage) for s in saved)
     try:
@@ -124,3 +128,10 @@ def backward(node, grad):
     if type(grads) is tuple:
         return tuple(None if g is None else _round(g, storage) for g in grads)
     return _round(grads, storage)
+
+
+def wide(a):
+    """``a`` in float32 if it is a bfloat16 or float16 array (a saved array, read by an op that
+    ``widens_saved_on_use``), else ``a``."""
+    dtype = getattr(a, "dtype", None)
+    return astype(a, float32) if dtype is bfloat16 or dtype == np.float16 else a

@@ -30,12 +30,18 @@ transposing copy of ``G``. The bias gradient, a column sum of a tall, narrow
 matrix, is a matrix-vector product with a vector of ones: BLAS does it ~10x
 faster than NumPy's ``sum(axis=0)`` on such a shape. Products go through
 ``fast_float16.product`` (float16 multiplied in float32 on the CPU).
+
+On float16 and bfloat16 operands the op computes in float32 and rounds once
+(:mod:`minigrad.tensor.bfloat16_compute`); the node ``widens_saved_on_use``,
+so backward widens the saved im2col matrix only for the weight-gradient
+product, and that float32 copy is freed before ``dcols`` is made.
 """
 
 from __future__ import annotations
 
 from minigrad.nn.functional._utils import as_strided, in_memory_format, is_channels_last
 from minigrad.tensor import Function, array_module
+from minigrad.tensor.bfloat16_compute import wide
 from minigrad.tensor.fast_float16 import product
 from minigrad.tensor.events import working_array
 
@@ -180,6 +186,7 @@ class FastConv2dFunction(Function):
     """``conv2d(x, weight, bias)`` as one node, as :class:`.conv.Conv2dFunction` but in the memory orders above."""
 
     op = "conv2d"
+    widens_saved_on_use = True  # float16 / bfloat16 operands: see the module docstring
 
     def forward(ctx, x, weight, bias, stride, padding, dilation):
         N, C, H, W = x.shape
@@ -205,7 +212,8 @@ class FastConv2dFunction(Function):
         return in_memory_format(out, ctx.channels_last)  # PyTorch's rule: the output has the input's memory format
 
     def backward(ctx, grad):
-        cols, weight = ctx.saved_tensors
+        cols, weight = ctx.saved_tensors  # float16 / bfloat16 ones are widened where they are read
+        weight = wide(weight)
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
         x_shape, padded_shape, kernel, stride, padding, dilation = ctx.geometry
         O, C, kh, kw = weight.shape
@@ -213,7 +221,7 @@ class FastConv2dFunction(Function):
         # g: (N*Ho*Wo, O), made once here for window-by-window cols; the helpers make it if they need it
         g = output_rows(grad) if cols.flags.c_contiguous and (need_w or need_x) else None
         if need_w:
-            dw2 = weight_gradient(grad, cols, g)  # g.T @ cols, (O, kh*kw*C)
+            dw2 = weight_gradient(grad, wide(cols), g)  # g.T @ cols, (O, kh*kw*C)
             dw = dw2.reshape(O, kh, kw, C).transpose(0, 3, 1, 2).copy()
         if need_b:
             db = bias_gradient(grad)  # g summed over its rows
