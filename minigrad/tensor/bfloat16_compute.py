@@ -24,7 +24,10 @@ dtype (ops promote their operands first, so that is every op on bfloat16):
 - :func:`backward` runs every such node's ``backward`` in float32 (the
   incoming gradient and the saved arrays widened) and rounds the gradients
   to bfloat16: gradients of bfloat16 tensors are bfloat16, and sums in
-  backward (broadcasting, repeated indices) accumulate in float32. An op
+  backward (broadcasting, repeated indices) accumulate in float32. A
+  float16 backward runs without NumPy's overflow and invalid-value warnings:
+  a loss scaled for float16 is meant to overflow now and then, and the
+  GradScaler finds the inf/NaN and skips the step (as PyTorch, silently). An op
   class with ``widens_saved_on_use = True`` gets its saved arrays as stored
   and widens each just where it reads it (:func:`wide`), so a large saved
   array (the fast convolution's im2col matrix) is not also held in float32
@@ -41,9 +44,11 @@ the same activation bytes (``benchmarks/amp.py``).
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 
-from minigrad.tensor.dtypes import bfloat16, float32, is_floating_point
+from minigrad.tensor.dtypes import bfloat16, float16, float32, is_floating_point
 from minigrad.tensor.float16_casts import astype
 
 __all__ = ["DATA_MOVEMENT_OPS", "ACCUMULATING_OPS", "moves_data", "applies", "forward", "backward", "wide"]
@@ -121,7 +126,8 @@ def backward(node, grad):
     if saved:
         node._saved = tuple(_widen(s, storage) for s in saved)
     try:
-        grads = node.backward(_widen(grad, storage))
+        with np.errstate(over="ignore", invalid="ignore") if storage is float16 else nullcontext():
+            grads = node.backward(_widen(grad, storage))  # a scaled float16 backward may overflow: GradScaler's check
     finally:
         if saved:
             node._saved = saved
