@@ -68,7 +68,6 @@ ACCUMULATING_OPS = frozenset({
 })
 
 
-
 def moves_data(cls) -> bool:
     """True for ops whose forward copies or views elements without arithmetic (run on bfloat16 bits)."""
     return cls.is_view or cls.op in DATA_MOVEMENT_OPS
@@ -140,4 +139,4 @@ def wide(a):
     """``a`` in float32 if it is a bfloat16 or float16 array (a saved array, read by an op that
     ``widens_saved_on_use``), else ``a``."""
     dtype = getattr(a, "dtype", None)
-    return astype(a, float32) if dtype is bfloat16 or dtype == np.float16 else a
+    return astype(a, float32) if dtype is bfloat16 or dtype is float16 else a

@@ -1,4 +1,4 @@
-"""Speed path: float16 <-> float32 conversions of NumPy arrays by whole-array arithmetic on the bits.
+"""Speed path: float16 <-> float32 conversions of NumPy arrays by array arithmetic on the bits.
 
 NumPy converts float16 element by element in scalar C (about 2.5 ns per
 number up, 4.5 ns down, here), slower than the float32 work they surround;
@@ -39,9 +39,9 @@ _SMALLEST_NORMAL = _U32(113 << 23)  # 2**-14, float16's smallest normal number
 _TOO_BIG = _U32(143 << 23)  # 2**16: from here on, inf or NaN (65520 up to it round to inf by themselves)
 
 
-#: elements converted at a time: each pass over a block finds it in the cache (here 2 MiB per core), where whole
-#: arrays of a few MiB would go to memory and back once per pass
-BLOCK = 1 << 16
+#: elements converted at a time: each pass over a block (512 KiB of float32) finds it in the cache (here 2 MiB
+#: per core), where whole arrays of a few MiB would go to memory and back once per pass
+BLOCK = 1 << 17
 #: arrays smaller than this are left to NumPy's ``astype`` by :func:`astype`
 SMALL = 1 << 13
 
