@@ -3,17 +3,21 @@
 Like every other op on float16 operands, ``conv2d`` and ``max_pool2d`` take
 :mod:`minigrad.tensor.bfloat16_compute`'s route: the im2col matrix is a
 float32 temporary during the op, what the node keeps for backward is float16,
-so a CNN step's activation bytes stay about half of float32's.
+so a CNN step's activation bytes stay about half of float32's; the backward
+adds the im2col gradient into the input's tap by tap
+(``conv_fast.input_gradient_by_tap``), so no whole float32 copy of it is made.
 """
 
 import gc
 
 import numpy as np
+import pytest
 
 import minigrad.nn.functional as F
 import minigrad.tensor as mt
 from minigrad import nn, optim
 from minigrad.amp import GradScaler, autocast, step_memory
+from minigrad.nn.functional import conv_fast
 from minigrad.tensor.float16_casts import narrow
 
 
@@ -80,3 +84,21 @@ def test_a_cnn_step_under_float16_autocast_keeps_at_most_55_percent_of_float32s_
         figures[precision] = step_memory(step, model, opt)
         del step, model, opt
     assert 0 < figures[mt.float16]["activation"] <= 0.55 * figures[None]["activation"]
+    assert figures[mt.float16]["peak"] <= 0.55 * figures[None]["peak"]
+
+
+@pytest.mark.parametrize("n, c, size, out, k, stride, dilation, pad", [
+    (4, 16, 12, 32, 5, 1, 1, 0), (3, 8, 9, 6, 3, 2, 1, 1), (2, 12, 10, 5, 3, 1, 2, 2), (1, 9, 5, 4, 5, 1, 1, 2)])
+def test_the_input_gradient_tap_by_tap_is_col2im_of_the_whole_cols_gradient(n, c, size, out, k, stride, dilation, pad):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((n, c, size, size)).astype(np.float32)
+    w = rng.standard_normal((out, c, k, k)).astype(np.float32)
+    padded = conv_fast.pad_input(x, (pad, pad), channels_last=True)
+    rows = (padded.shape[2] - dilation * (k - 1) - 1) // stride + 1
+    assert not conv_fast.taps_first(c, rows)  # window by window: the case it serves
+    grad = rng.standard_normal((n, out, rows, rows)).astype(np.float32)
+    g = conv_fast.output_rows(grad)
+    geometry = (padded.shape, (k, k), (stride, stride), (dilation, dilation))
+    whole = conv_fast.col2im(conv_fast.cols_gradient(grad, w, g), *geometry)
+    by_tap = conv_fast.input_gradient_by_tap(g, w, *geometry)
+    assert by_tap.shape == whole.shape and by_tap.strides == whole.strides and np.array_equal(by_tap, whole)

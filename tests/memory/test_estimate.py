@@ -221,8 +221,8 @@ def test_float16_halves_what_is_stored_in_floats_and_stays_quiet(recwarn):
     assert half.parameters * 2 == single.parameters and half.optimizer_state * 2 == single.optimizer_state
     assert half.inputs == 256 * 28 * 28 * 2 + 256 * 8  # float16 images, int64 targets
     assert 0.45 < half.activations / single.activations < 0.55
-    # a float16 convolution computes in float32: its backward's largest temporary (the im2col gradient) stays float32
-    assert 0.45 < half.peak / single.peak < 0.7
+    # below half: a float16 convolution's backward adds its im2col gradient into the input's one tap at a time
+    assert 0.3 < half.peak / single.peak < 0.55
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
 
