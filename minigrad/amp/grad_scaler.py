@@ -168,11 +168,18 @@ class GradScaler:
             checked = [s for s in self._per_optimizer.values() if s["found_inf_per_device"]]
             if not checked:
                 raise RuntimeError("No inf checks were recorded prior to update.")
-            found_inf = any(self._found_inf(s) for s in checked)
-            self._scale, self._growth_tracker = scaler_state.update_scale(
-                self._scale, self._growth_tracker, found_inf,
-                self._growth_factor, self._backoff_factor, self._growth_interval,
-            )
+            self._advance(any(self._found_inf(s) for s in checked))
+            return
+        self._per_optimizer = {}
+
+    def _advance(self, found_inf: bool) -> None:
+        """The scale and growth tracker after an iteration that did (``found_inf``) or did not overflow
+        (:func:`.scaler_state.update_scale`); the next iteration begins. ``MasterWeights`` drives it too."""
+        self._check_scaled("update")
+        self._scale, self._growth_tracker = scaler_state.update_scale(
+            self._scale, self._growth_tracker, found_inf,
+            self._growth_factor, self._backoff_factor, self._growth_interval,
+        )
         self._per_optimizer = {}
 
     @staticmethod

@@ -30,15 +30,17 @@ Invariants
 - The optimizer holds the masters only; their gradients are float32,
   unscaled, and set only for the update (``None`` after it).
 - ``loss_scale``: a number (static scale) or a :class:`~.grad_scaler.GradScaler`
-  (dynamic: its scale, growth and backoff rules, :mod:`.scaler_state`);
-  by default a new ``GradScaler`` on the model's device type.
+  (dynamic: each step advances that scaler's own state machine,
+  :mod:`.scaler_state`, so its scale and growth tracker are the ones a
+  ``GradScaler`` step would leave); by default a new ``GradScaler`` on the
+  model's device type.
 """
 
 from __future__ import annotations
 
 import numbers
 
-from minigrad.amp import master_step, scaler_state
+from minigrad.amp import master_step
 from minigrad.amp.grad_scaler import GradScaler
 from minigrad.tensor import Tensor, float16, no_grad, tensor
 
@@ -71,7 +73,6 @@ class MasterWeights:
                 self.masters.append(master)
                 p.data = p.data.to(dtype)
         self.optimizer = optimizer_factory(self.masters)
-        self._growth_tracker = 0
         self.skipped = 0
 
     def get_scale(self) -> float:
@@ -92,10 +93,7 @@ class MasterWeights:
         stepped = not skipped
         self.skipped += skipped
         if self.scaler is not None and self.scaler.is_enabled():
-            new_scale, self._growth_tracker = scaler_state.update_scale(
-                scale, self._growth_tracker, not stepped, self.scaler.get_growth_factor(),
-                self.scaler.get_backoff_factor(), self.scaler.get_growth_interval())
-            self.scaler.update(new_scale)
+            self.scaler._advance(found_inf=skipped)  # the scaler's own state machine: scale and growth tracker
         return stepped
 
     def zero_grad(self) -> None:

@@ -91,10 +91,10 @@ precision, checkpointing), which plug in here instead of patching the core:
 - ``dispatch.py`` (125 lines): a device type's own kernel for an op.
 - ``events.py`` (100 lines): what the core tells listeners: a tensor was made, an op ran, a node's backward ran, a gradient was stored.
 - ``dtype_policy_slot.py`` (48 lines): the slot a mixed-precision policy fills (``minigrad.amp``).
-- ``bfloat16_compute.py`` (130 lines): ops on bfloat16 and float16 data computed in
+- ``bfloat16_compute.py`` (142 lines): ops on bfloat16 and float16 data computed in
   float32 and rounded once.
-- ``float16_casts.py`` (83 lines): speed path — float16 <-> float32 conversions by
-  integer arithmetic on the bits, NumPy's results bit for bit, 2-3x faster.
+- ``float16_casts.py`` (129 lines): speed path — float16 <-> float32 conversions by
+  array arithmetic on the bits, in cache-sized blocks, NumPy's results bit for bit, 2-3x faster.
 - ``fast_float16.py`` (44 lines): speed path — float16 matrix products on the
   CPU computed in float32 (NumPy's own are ~200x slower), equal to the clear
   rules' results rounded to float16.

@@ -128,8 +128,8 @@ class Function:
     skip_dtype_policy = False
     #: set by ``forward`` when the output lives on another device than the inputs (``to(device)``).
     out_device = None
-    #: set on nodes computed in float32 from operands stored in this dtype (bfloat16, or float16 for the ops that
-    #: accumulate): backward runs in float32 too (see :mod:`.bfloat16_compute`).
+    #: set on nodes computed in float32 from operands stored in this dtype (bfloat16 or float16): backward runs in
+    #: float32 too (see :mod:`.bfloat16_compute`).
     _storage = None
 
     # defaults, overwritten per node by ``apply``
@@ -253,7 +253,7 @@ def _unwrap(cls, args) -> tuple:
 
 def _run_forward(ctx, arrays, args, kwargs, device, narrow):
     """The output array of ``ctx.forward`` (or of the kernel its device type registered, see :mod:`.dispatch`);
-    bfloat16 and float16 operands (but of a few float16-native ops) are computed in float32; NumPy's refusals become
+    bfloat16 and float16 operands are computed in float32 (:mod:`.bfloat16_compute`); NumPy's refusals become
     errors naming the op and its operands."""
     forward = _bind_forward(ctx, device.type) if _op_impls and device is not None else ctx.forward
     try:

@@ -326,3 +326,29 @@ def test_the_state_dict_loads_into_torchs_scaler_and_back(torch):
     again = GradScaler("cpu")
     again.load_state_dict(theirs.state_dict())
     assert again.state_dict() == ours.state_dict()
+
+
+@pytest.mark.parametrize("arch", ["mlp", "cnn"])
+def test_an_overflowing_float16_autocast_step_is_skipped_without_a_numpy_warning(arch):
+    from minigrad.amp import autocast
+
+    mt.manual_seed(0)
+    if arch == "mlp":
+        model = nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    else:
+        model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(36, 10))
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    scaler = GradScaler("cpu")
+    x = mt.tensor(np.random.default_rng(0).standard_normal((8, 1, 8, 8)).astype(np.float32))
+    y = mt.tensor(np.arange(8))
+    before = [p.detach().numpy().copy() for p in model.parameters()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # casts past 65504 and the inf/NaN gradients are intended: no warning
+        opt.zero_grad()
+        with autocast("cpu", dtype=mt.float16):
+            loss = nn.functional.cross_entropy(model(x), y) * 1e4  # finite, but times 2**16 past float16's range
+        scaler.scale(loss).backward()
+        assert scaler.step(opt) is None
+        scaler.update()
+    assert np.isfinite(loss.item()) and scaler.get_scale() == 2.0**15
+    assert all(np.array_equal(b, p.detach().numpy()) for b, p in zip(before, model.parameters()))

@@ -144,3 +144,47 @@ def test_tracked_model_state_is_16_bytes_per_parameter_either_way_and_activation
     assert 0 <= fp32 - (128 * (256 + 128) * 4 + 128 * 10 * 4) <= 16  # the ReLU outputs, the loss's softmax, a scalar
     for kind in ("autocast", "master"):
         assert figures[kind]["activation"] <= 0.55 * fp32, kind
+
+
+def test_the_scale_trace_is_the_grad_scalers_on_the_same_sequence_of_overflows():
+    overflows = [False, False, False, True, False, True, True, False, False, False, False, False, True, False]
+    x, y = batch()
+
+    def run_master_weights():
+        model = small_model()
+        scaler = GradScaler("cpu", init_scale=2.0**10, growth_interval=3)
+        mw = MasterWeights(model, lambda ps: optim.SGD(ps, lr=0.01), loss_scale=scaler)
+        trace = []
+        for bad in overflows:
+            mw.zero_grad()
+            mw.scale(nn.functional.cross_entropy(model(x.half()), y)).backward()
+            if bad:
+                next(model.parameters()).grad._data[0, 0] = np.inf
+            assert mw.step() is not bad
+            trace.append((scaler.get_scale(), scaler._get_growth_tracker()))
+        return trace
+
+    def run_grad_scaler():
+        model = small_model()
+        opt = optim.SGD(model.parameters(), lr=0.01)
+        scaler = GradScaler("cpu", init_scale=2.0**10, growth_interval=3)
+        trace = []
+        for bad in overflows:
+            opt.zero_grad()
+            scaler.scale(nn.functional.cross_entropy(model(x), y)).backward()
+            if bad:
+                next(model.parameters()).grad._data[0, 0] = np.inf
+            scaler.step(opt)
+            scaler.update()
+            trace.append((scaler.get_scale(), scaler._get_growth_tracker()))
+        return trace
+
+    trace = run_master_weights()
+    assert trace == run_grad_scaler()
+    assert trace[2] == (2048.0, 0) and trace[3] == (1024.0, 0) and trace[6] == (256.0, 0) and trace[-1] == (256.0, 1)
+
+
+def test_a_master_weights_step_before_any_scaled_loss_names_the_fix():
+    mw = MasterWeights(small_model(), lambda ps: optim.SGD(ps, lr=0.1))
+    with pytest.raises(RuntimeError, match="scaler.scale"):
+        mw.step()

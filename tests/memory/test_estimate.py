@@ -220,7 +220,9 @@ def test_float16_halves_what_is_stored_in_floats_and_stays_quiet(recwarn):
     half = estimate(mnist_cnn(), (1, 28, 28), 256, dtype="float16")  # Adam's eps underflows: NaNs, never a warning
     assert half.parameters * 2 == single.parameters and half.optimizer_state * 2 == single.optimizer_state
     assert half.inputs == 256 * 28 * 28 * 2 + 256 * 8  # float16 images, int64 targets
-    assert 0.45 < half.peak / single.peak < 0.55
+    assert 0.45 < half.activations / single.activations < 0.55
+    # below half: a float16 convolution's backward adds its im2col gradient into the input's one tap at a time
+    assert 0.3 < half.peak / single.peak < 0.55
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
 

@@ -30,18 +30,26 @@ transposing copy of ``G``. The bias gradient, a column sum of a tall, narrow
 matrix, is a matrix-vector product with a vector of ones: BLAS does it ~10x
 faster than NumPy's ``sum(axis=0)`` on such a shape. Products go through
 ``fast_float16.product`` (float16 multiplied in float32 on the CPU).
+
+On float16 and bfloat16 operands the op computes in float32 and rounds once
+(:mod:`minigrad.tensor.bfloat16_compute`); the node ``widens_saved_on_use``,
+so backward widens the saved im2col matrix only for the weight-gradient
+product, and with window-by-window ``cols`` it adds ``dcols`` into the
+input's gradient one tap at a time (:func:`input_gradient_by_tap`): neither
+is held whole in float32, so the step's memory stays about half of float32's.
 """
 
 from __future__ import annotations
 
 from minigrad.nn.functional._utils import as_strided, in_memory_format, is_channels_last
 from minigrad.tensor import Function, array_module
+from minigrad.tensor.bfloat16_compute import wide
 from minigrad.tensor.fast_float16 import product
 from minigrad.tensor.events import working_array
 
 __all__ = [
     "FastConv2dFunction", "taps_first", "pad_input", "im2col", "col2im",
-    "output_rows", "weight_gradient", "bias_gradient", "cols_gradient",
+    "output_rows", "weight_gradient", "bias_gradient", "cols_gradient", "input_gradient_by_tap",
 ]
 
 def taps_first(channels: int, out_width: int) -> bool:
@@ -176,10 +184,34 @@ def cols_gradient(grad, weight, g=None):
     return d.reshape(kh, kw, N, Ho, Wo, C).transpose(2, 3, 4, 0, 1, 5)
 
 
+def input_gradient_by_tap(g, weight, padded_shape, kernel_size, stride, dilation):
+    """``col2im(cols_gradient(grad, weight, g), ...)`` for window-by-window ``cols``, one tap at a time.
+
+    Each tap's (N*Ho*Wo, C) slice of ``dcols`` is made and added into the
+    input's gradient at once, so the whole ``dcols`` (kh*kw times the input)
+    never exists. Used where the op computes in float32 for float16 or
+    bfloat16 storage: there a whole ``dcols`` would be a float32 temporary
+    twice the size the stored format's would be. The same products and adds,
+    in the same order, so the same numbers.
+    """
+    O, C, kh, kw = weight.shape
+    N, _, Hp, Wp = padded_shape
+    (sh, sw), (dh, dw) = stride, dilation
+    Ho, Wo = _windows_out(Hp, kh, sh, dh), _windows_out(Wp, kw, sw, dw)
+    w_taps = weight.transpose(2, 3, 0, 1).reshape(kh * kw, O, C)
+    dx = array_module(g).zeros((N, Hp, Wp, C), dtype=g.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            tap = working_array(product(g, w_taps[i * kw + j])).reshape(N, Ho, Wo, C)
+            dx[:, i * dh : i * dh + sh * (Ho - 1) + 1 : sh, j * dw : j * dw + sw * (Wo - 1) + 1 : sw, :] += tap
+    return dx.transpose(0, 3, 1, 2)
+
+
 class FastConv2dFunction(Function):
     """``conv2d(x, weight, bias)`` as one node, as :class:`.conv.Conv2dFunction` but in the memory orders above."""
 
     op = "conv2d"
+    widens_saved_on_use = True  # float16 / bfloat16 operands: see the module docstring
 
     def forward(ctx, x, weight, bias, stride, padding, dilation):
         N, C, H, W = x.shape
@@ -205,7 +237,8 @@ class FastConv2dFunction(Function):
         return in_memory_format(out, ctx.channels_last)  # PyTorch's rule: the output has the input's memory format
 
     def backward(ctx, grad):
-        cols, weight = ctx.saved_tensors
+        cols, weight = ctx.saved_tensors  # float16 / bfloat16 ones are widened where they are read
+        weight = wide(weight)
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
         x_shape, padded_shape, kernel, stride, padding, dilation = ctx.geometry
         O, C, kh, kw = weight.shape
@@ -213,13 +246,16 @@ class FastConv2dFunction(Function):
         # g: (N*Ho*Wo, O), made once here for window-by-window cols; the helpers make it if they need it
         g = output_rows(grad) if cols.flags.c_contiguous and (need_w or need_x) else None
         if need_w:
-            dw2 = weight_gradient(grad, cols, g)  # g.T @ cols, (O, kh*kw*C)
+            dw2 = weight_gradient(grad, wide(cols), g)  # g.T @ cols, (O, kh*kw*C)
             dw = dw2.reshape(O, kh, kw, C).transpose(0, 3, 1, 2).copy()
         if need_b:
             db = bias_gradient(grad)  # g summed over its rows
-        if need_x:
+        if need_x and ctx._storage is not None and g is not None:  # 16-bit storage: see input_gradient_by_tap
+            dpadded = input_gradient_by_tap(g, weight, padded_shape, kernel, stride, dilation)
+        elif need_x:
             dcols = cols_gradient(grad, weight, g)  # g @ w2, stored tap by tap
             dpadded = col2im(dcols, padded_shape, kernel, stride, dilation)
+        if need_x:
             (ph, pw), H, W = padding, x_shape[2], x_shape[3]
             dx = in_memory_format(dpadded[:, :, ph : ph + H, pw : pw + W], ctx.channels_last)
         return dx, dw, db, None, None, None
