@@ -106,6 +106,7 @@ NOT_USER_OPS = {  # Function subclasses that are not ops a user calls
     "__broadcasting": "base class of the binary ops", "__indexing": "base class of getitem/setitem",
     "backward_hook_input": "nn's module backward hooks", "backward_hook_output": "nn's module backward hooks",
     "to_device": "a device move: runs only between two devices, in the input's dtype",
+    "checkpoint": "chapter 10's reentrant checkpoint: a block, not an op (the ops inside it follow autocast)",
 }
 
 
