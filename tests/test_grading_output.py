@@ -185,22 +185,39 @@ def test_a_scaled_failure_alone_fails_nothing_and_leads_the_report_when_the_full
     assert raised.value.described == "full" and "fails too" not in str(raised.value)
 
 
-CHECKPOINT_BUGS = [b.id for b in BUGS.values() if b.exercise in ("10.1", "10.2", "10.3")]
+CHECKPOINT_BUGS = [b.id for b in BUGS.values() if b.exercise in ("10.1", "10.2", "10.3", "10.4")]
 _CHECKPOINT_INPUT = {  # the counterexample's size, as it names it
     "10.1": r"on a \((\d+), (\d+)\) batch", "10.2": r"of shape \((\d+), (\d+)\)", "10.3": r"segment_bounds\((\d+), \d+\)",
+    "10.4": r"a chain of (\d+) layers?:",
 }
+_CHECKPOINT_AT_MOST = {"10.3": 3, "10.4": 4}  # functions or layers; else input elements
 
 
 @pytest.mark.parametrize("bug_id", CHECKPOINT_BUGS)
 def test_a_failing_chapter_10_exercise_leads_with_a_small_block(bug_id, tmp_path):
-    """At most 16 input elements (a chain of at most 3 functions for 10.3), the learner's FILE:LINE when it raised."""
+    """At most 16 input elements (a chain of at most 3 functions for 10.3, 4 layers for 10.4), the learner's
+    FILE:LINE when it raised."""
     bug = BUGS[bug_id]
     text = _grade_bug(bug_id, tmp_path)
     found = re.search(r"smallest failing input: (.*)", text)
     assert found, text
     size = re.search(_CHECKPOINT_INPUT[bug.exercise], found.group(1))
     assert size, text
-    assert math.prod(int(n) for n in size.groups()) <= (3 if bug.exercise == "10.3" else 16), text
+    assert math.prod(int(n) for n in size.groups()) <= _CHECKPOINT_AT_MOST.get(bug.exercise, 16), text
     if "Error: " in text:  # the learner's code raised: its line is named
         assert re.search(rf"\({re.escape(bug.file)}:\d+\)", text), text
     assert text.count("replay: minigrad grade") == 1, text
+
+
+def test_the_chain_dp_checks_lowest_peak_is_the_lowest_any_plan_reaches():
+    """10.4's budgets: the bisected lowest peak (long chains) equals the least of every plan's peak (short ones)."""
+    import random
+
+    from minigrad.grading.checks import ch10_chain_dp as checks
+
+    r = random.Random(4)
+    for n in range(1, 7):
+        for _ in range(4):
+            saved, inputs = [r.randint(1, 40) for _ in range(n)], [r.randint(1, 15) for _ in range(n)]
+            peaks = checks._all_peaks(saved, inputs)
+            assert checks._lowest_peak((saved, inputs, [1] * n, None)) == peaks[0] and peaks[-1] >= sum(saved)

@@ -311,3 +311,28 @@ def test_checkpoint_reentrant_runs_the_learners_function_and_rng_states():
             assert f"Exercise {exercise}" in _not_implemented(_checkpointed_dropout_grad)
     mask, grad = _checkpointed_dropout_grad()
     np.testing.assert_array_equal(grad, np.where(mask, 4.0, 0.0))
+
+
+def _small_plan():
+    """plan() for a 32-layer MLP at 70 % of its unplanned peak: the chain it picks (plan_chain reached through chain_dp)."""
+    from minigrad import nn
+    from minigrad.checkpoint.planner import plan
+    from minigrad.memory import estimate
+
+    mt.manual_seed(0)
+    model = nn.Sequential(*[m for _ in range(16) for m in (nn.Linear(16, 16), nn.ReLU())])
+    return plan(model, 16, budget_bytes=int(0.7 * estimate(model, 16, 512).peak), batch_size=512).chain
+
+
+def test_the_planner_runs_the_learners_dynamic_program():
+    """10.4: plan() picks its segments with the learner's plan_chain (and _undominated)."""
+    from minigrad.checkpoint import chain_dp
+
+    expected = _small_plan()
+    with use_exercise("10.4", ROOT / "solutions" / "10_chain_dp.py") as mine:
+        assert chain_dp.plan_chain is mine.plan_chain and chain_dp._undominated is mine._undominated
+        chain = _small_plan()
+        assert chain.segments == expected.segments and chain.recompute_flops == expected.recompute_flops
+    with use_exercise("10.4", ROOT / "exercises" / "10_chain_dp.py"):
+        assert "Exercise 10.4" in _not_implemented(_small_plan)
+    assert _small_plan().segments == expected.segments

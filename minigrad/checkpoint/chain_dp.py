@@ -133,36 +133,42 @@ def plan_chain(saved_bytes, input_bytes, flops, budget_bytes) -> ChainPlan | Non
     Ties: fewer segments, then the lower peak. See the module docstring for the model and the recurrence.
     """
     saved_bytes, input_bytes, flops, budget = _check_chain("plan_chain", saved_bytes, input_bytes, flops, budget_bytes)
+    ### BEGIN SOLUTION 10.4 | a dynamic program over prefixes (not brute_force_chain: it gives up beyond 16 layers): what follows the layers 0 .. i-1 sees only the bytes K their plan keeps, so for each prefix keep, for each K, the cheapest plan (recomputed FLOPs, then segments, then peak so far) whose peak fits the budget; a prefix's plans are those of every shorter prefix 0 .. j-1 with one more segment j .. i-1 (inclusive), stored (it keeps what its layers save) or checkpointed (it keeps its input, backward runs its FLOPs again, and its recompute peaks at K + its input + what its layers save); after each prefix drop the entries _undominated drops; answer the whole chain's cheapest plan as a ChainPlan, or None when no plan fits
     n = len(saved_bytes)
     saved_upto = [0, *itertools.accumulate(saved_bytes)]  # saved_upto[i] = saved bytes of layers 0 .. i-1
     flops_upto = [0, *itertools.accumulate(flops)]
     # best[i]: kept bytes K -> (cost, segments) of the cheapest plan of layers 0 .. i-1 keeping K bytes
     best: list[dict] = [{0: ((0, 0, 0), ())}] + [{} for _ in range(n)]
     for i in range(1, n + 1):
-        for j in range(i):
+        for j in range(i):  # the plan's last segment is j .. i-1
             saved, recompute = saved_upto[i] - saved_upto[j], flops_upto[i] - flops_upto[j]
             for kept, ((cost_flops, count, peak), plan) in best[j].items():
-                stored = (kept + saved, (cost_flops, count + 1, max(peak, kept + saved)), (j, i - 1, False))
-                redone = (kept + input_bytes[j], (cost_flops + recompute, count + 1,
-                                                   max(peak, kept + input_bytes[j] + saved)), (j, i - 1, True))
-                for new_kept, cost, segment in (stored, redone):
-                    if cost[2] <= budget and (new_kept not in best[i] or cost < best[i][new_kept][0]):
-                        best[i][new_kept] = (cost, plan + (segment,))
+                options = (  # (bytes kept after it, recomputed FLOPs, peak so far, checkpointed)
+                    (kept + saved, cost_flops, max(peak, kept + saved), False),
+                    (kept + input_bytes[j], cost_flops + recompute, max(peak, kept + input_bytes[j] + saved), True),
+                )
+                for new_kept, new_flops, new_peak, checkpointed in options:
+                    cost = (new_flops, count + 1, new_peak)
+                    if new_peak <= budget and (new_kept not in best[i] or cost < best[i][new_kept][0]):
+                        best[i][new_kept] = (cost, plan + ((j, i - 1, checkpointed),))
         best[i] = _undominated(best[i])
     if not best[n]:
         return None
     kept, ((recompute, _, peak), segments) = min(best[n].items(), key=lambda item: item[1][0])
     return ChainPlan(segments, peak, recompute, kept)
+    ### END SOLUTION
 
 
 def _undominated(entries: dict) -> dict:
     """The entries no other entry beats: none keeps fewer or as many bytes at a cost as low or lower."""
+    ### BEGIN SOLUTION 10.4 | fewer kept bytes never hurt what follows a prefix, so keep an entry only when no entry that keeps fewer bytes costs as little or less (the same dict shape back, smaller)
     front, cheapest = {}, None
     for kept in sorted(entries):
         cost, plan = entries[kept]
         if cheapest is None or cost < cheapest:
             front[kept], cheapest = (cost, plan), cost
     return front
+    ### END SOLUTION
 
 
 def brute_force_chain(saved_bytes, input_bytes, flops, budget_bytes) -> ChainPlan | None:

@@ -29,6 +29,31 @@ _REENTRANT_BACKWARD_HEAD = (
     "        \"\"\"\n"
 )
 
+# plan_chain's dynamic program (10.4), all of it
+_CHAIN_DP_BODY = '''    n = len(saved_bytes)
+    saved_upto = [0, *itertools.accumulate(saved_bytes)]  # saved_upto[i] = saved bytes of layers 0 .. i-1
+    flops_upto = [0, *itertools.accumulate(flops)]
+    # best[i]: kept bytes K -> (cost, segments) of the cheapest plan of layers 0 .. i-1 keeping K bytes
+    best: list[dict] = [{0: ((0, 0, 0), ())}] + [{} for _ in range(n)]
+    for i in range(1, n + 1):
+        for j in range(i):  # the plan's last segment is j .. i-1
+            saved, recompute = saved_upto[i] - saved_upto[j], flops_upto[i] - flops_upto[j]
+            for kept, ((cost_flops, count, peak), plan) in best[j].items():
+                options = (  # (bytes kept after it, recomputed FLOPs, peak so far, checkpointed)
+                    (kept + saved, cost_flops, max(peak, kept + saved), False),
+                    (kept + input_bytes[j], cost_flops + recompute, max(peak, kept + input_bytes[j] + saved), True),
+                )
+                for new_kept, new_flops, new_peak, checkpointed in options:
+                    cost = (new_flops, count + 1, new_peak)
+                    if new_peak <= budget and (new_kept not in best[i] or cost < best[i][new_kept][0]):
+                        best[i][new_kept] = (cost, plan + ((j, i - 1, checkpointed),))
+        best[i] = _undominated(best[i])
+    if not best[n]:
+        return None
+    kept, ((recompute, _, peak), segments) = min(best[n].items(), key=lambda item: item[1][0])
+    return ChainPlan(segments, peak, recompute, kept)
+'''
+
 _RECURSIVE_TOPOLOGICAL_ORDER = '''    order: list[Value] = []
     visited: set[Value] = set()
 
@@ -1078,4 +1103,56 @@ BUGS: list[Bug] = [
         "    last_start = bounds[-1][1] + 1 if bounds else 0\n    return bounds + [(last_start, n_functions - 1)]\n",
         "    return [(start, start + size - 1) for start in range(0, size * segments, size)]\n",
         "equal segments of n // segments functions and nothing else: the last n % segments functions are never run"),
+    # 10.4: plan_chain, the planning dynamic program
+    Bug("chain_dp_ignores_boundary_bytes", "10_chain_dp.py", "10.4",
+        "(kept + input_bytes[j], cost_flops + recompute, max(peak, kept + input_bytes[j] + saved), True),",
+        "(kept, cost_flops + recompute, max(peak, kept + saved), True),",
+        "a checkpointed segment keeps nothing: its input (the boundary it is rebuilt from) is left out of the "
+        "forward total and of its recompute peak, so plans over the budget are returned"),
+    Bug("chain_dp_checkpoint_keeps_its_saved_bytes_too", "10_chain_dp.py", "10.4",
+        "(kept + input_bytes[j], cost_flops + recompute, max(peak, kept + input_bytes[j] + saved), True),",
+        "(kept + input_bytes[j] + saved, cost_flops + recompute, max(peak, kept + input_bytes[j] + saved), True),",
+        "a checkpointed segment's saved bytes are counted in the forward total too, as if it kept them: too "
+        "pessimistic, it returns None or recomputes more on budgets that fit"),
+    Bug("chain_dp_greedy_largest_first", "10_chain_dp.py", "10.4",
+        _CHAIN_DP_BODY,
+        "    n = len(saved_bytes)\n    checkpointed = set()\n\n"
+        "    def segments():  # each run of stored layers one segment, each checkpointed layer its own\n"
+        "        out = []\n        for i in range(n):\n"
+        "            if i not in checkpointed and out and not out[-1][2]:\n"
+        "                out[-1] = (out[-1][0], i, False)\n            else:\n"
+        "                out.append((i, i, i in checkpointed))\n        return out\n\n"
+        "    for layer in sorted(range(n), key=lambda i: -saved_bytes[i]):  # the largest layers first\n"
+        "        if chain_peak(segments(), saved_bytes, input_bytes) <= budget:\n            break\n"
+        "        checkpointed.add(layer)\n"
+        "    plan = evaluate_plan(segments(), saved_bytes, input_bytes, flops)\n"
+        "    return plan if plan.peak_bytes <= budget else None\n",
+        "greedy instead of a dynamic program: checkpoints the layers that save the most, one at a time, until the "
+        "peak fits"),
+    Bug("chain_dp_exclusive_segment_ends", "10_chain_dp.py", "10.4",
+        "plan + ((j, i - 1, checkpointed),)", "plan + ((j, i, checkpointed),)",
+        "the segments' ends are exclusive (Python's slices) where a plan's are inclusive: they overlap"),
+    Bug("chain_dp_fewest_segments_first", "10_chain_dp.py", "10.4",
+        _CHAIN_DP_BODY,
+        _CHAIN_DP_BODY.replace("cost = (new_flops, count + 1, new_peak)", "cost = (count + 1, new_flops, new_peak)")
+        .replace("kept, ((recompute, _, peak), segments)", "kept, ((_, recompute, peak), segments)")
+        .replace("((cost_flops, count, peak), plan)", "((count, cost_flops, peak), plan)"),
+        "compares plans by their number of segments first: returns the plan with the fewest segments that fits "
+        "instead of the one that recomputes the least"),
+    Bug("chain_dp_checkpoints_everything_when_tight", "10_chain_dp.py", "10.4",
+        "    n = len(saved_bytes)\n    saved_upto",
+        "    n = len(saved_bytes)\n"
+        "    if sum(saved_bytes) > budget:  # storing everything does not fit: checkpoint every layer\n"
+        "        plan = evaluate_plan([(i, i, True) for i in range(n)], saved_bytes, input_bytes, flops)\n"
+        "        return plan if plan.peak_bytes <= budget else None\n"
+        "    saved_upto",
+        "when storing everything does not fit, checkpoints every layer instead of choosing which"),
+    Bug("chain_dp_never_stores_everything", "10_chain_dp.py", "10.4",
+        "    if not best[n]:\n        return None\n"
+        "    kept, ((recompute, _, peak), segments) = min(best[n].items(), key=lambda item: item[1][0])\n",
+        "    answers = {k: v for k, v in best[n].items() if any(c for _, _, c in v[1])}  # plans that checkpoint\n"
+        "    if not answers:\n        return None\n"
+        "    kept, ((recompute, _, peak), segments) = min(answers.items(), key=lambda item: item[1][0])\n",
+        "only plans that checkpoint something are answers: storing everything, the plan that recomputes nothing, "
+        "is never returned, not even on a budget it fits"),
 ]
