@@ -11,7 +11,7 @@ Rematerialization). Everything is measured by the memory stage's tracker.
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (1,647 lines in all):
+The files that carry the chapter's ideas, in the order to read them (1,681 lines in all):
 
 1. ``recompute.py`` (285 lines): ``checkpoint(fn, *args)`` runs a block keeping
    only its inputs and runs it again during backward, on the core's
@@ -27,11 +27,11 @@ The files that carry the chapter's ideas, in the order to read them (1,647 lines
 7. ``chain_run.py`` (73 lines): running a chain with some segments checkpointed.
 8. ``sequential.py`` (44 lines): ``checkpoint_sequential(functions, segments, input)``,
    the sqrt(n) trade-off.
-9. ``selective.py`` (138 lines): ``selective_checkpoint_context(policy)``: keep what
+9. ``selective.py`` (166 lines): ``selective_checkpoint_context(policy)``: keep what
    the expensive ops saved, recompute the rest (``save_expensive``).
 10. ``offload.py`` (196 lines): ``save_on_cpu()``: saved activations to host memory and
     back, the PCIe time modelled on a card.
-11. ``chain_dp.py`` (231 lines): the planning dynamic program over a chain, its memory
+11. ``chain_dp.py`` (237 lines): the planning dynamic program over a chain, its memory
     model and a brute force to check it (exercise 10.4).
 12. ``eviction.py`` (81 lines): the budget mode's choice of what to evict: lowest
     cost / (bytes x staleness), with the evicted neighbourhood's cost.
@@ -45,7 +45,7 @@ What the reading path builds on, and ways to use it:
   checkpointing chosen submodules by configuration.
 - ``chain_costs.py`` (309 lines): each layer's saved bytes and FLOPs, measured; offload
   or recompute, per layer and card.
-- ``planner.py`` (208 lines): ``plan(model, input_shape, budget_bytes=..., card=...)``: the
+- ``planner.py`` (209 lines): ``plan(model, input_shape, budget_bytes=..., card=...)``: the
   dynamic program on a measured chain, checked by measuring the planned step.
 - ``budget_pool.py`` (466 lines): the budget mode's buffers: holding, evicting, rematerializing.
 - ``budget_records.py`` (96 lines): its records of buffers, module calls and saved handles.
