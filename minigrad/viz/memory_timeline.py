@@ -199,17 +199,9 @@ class MemoryTimeline(WidgetFrame):
                                f"src='data:image/png;base64,{png}'/>")
 
     def _ipython_display_(self) -> None:  # the PNG rides along as it is, not as an SVGFigure's bundle
-        from IPython.display import display
+        from minigrad.viz.widget_display import display_with_png_figure
 
-        figure = self.figure()
-        try:
-            bundle = dict(self.widget._repr_mimebundle_() or {})
-        except ImportError:
-            display(figure)
-            return
-        bundle["image/png"] = base64.b64encode(figure_png(figure)).decode("ascii")
-        bundle["text/plain"] = repr(self)
-        display(bundle, raw=True)
+        display_with_png_figure(lambda: self.widget, self.figure(), repr(self))
 
     def __repr__(self) -> str:
         return f"MemoryTimeline({len(self.events)} events, marked: {self.describe()})"

@@ -182,17 +182,9 @@ class RecomputeTimeline(WidgetFrame):
                                f"src='data:image/png;base64,{png}'/>")
 
     def _ipython_display_(self) -> None:  # the pair rides along as a PNG, as MemoryTimeline's figure does
-        from IPython.display import display
+        from minigrad.viz.widget_display import display_with_png_figure
 
-        figure = self.static_figure()
-        try:
-            bundle = dict(self.widget._repr_mimebundle_() or {})
-        except ImportError:
-            display(figure)
-            return
-        bundle["image/png"] = base64.b64encode(figure_png(figure)).decode("ascii")
-        bundle["text/plain"] = repr(self)
-        display(bundle, raw=True)
+        display_with_png_figure(lambda: self.widget, self.static_figure(), repr(self))
 
     def __repr__(self) -> str:
         return f"RecomputeTimeline({len(self.segments)} segments; showing {self.view})"

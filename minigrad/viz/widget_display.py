@@ -36,6 +36,26 @@ def display_with_static_figure(get_widget: Callable, static_figure: Callable) ->
     display(bundle, raw=True, metadata=metadata)
 
 
+def display_with_png_figure(get_widget: Callable, figure, text: str) -> None:
+    """As :func:`display_with_static_figure`, for a matplotlib ``figure``: its PNG rides along, ``text`` is the
+    plain-text form."""
+    import base64
+
+    from IPython.display import display
+
+    from minigrad.viz.figure_display import figure_png
+
+    try:
+        widget = get_widget()
+    except ImportError:
+        display(figure)
+        return
+    bundle = dict(widget._repr_mimebundle_() or {})
+    bundle["image/png"] = base64.b64encode(figure_png(figure)).decode("ascii")
+    bundle["text/plain"] = text
+    display(bundle, raw=True)
+
+
 def widget_picture(svg: str) -> str:
     """The HTML of a widget's picture: ``svg`` inline, in a box that scrolls what does not fit."""
     return f"<div style='{PICTURE_BOX}'>{svg}</div>"
