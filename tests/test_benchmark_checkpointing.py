@@ -67,6 +67,9 @@ def test_a_small_run_makes_every_row_and_the_report():
         assert c.activation > 0 and len(c.times) == 1 and c.seconds > 0
     baseline, one_segment = mine[0], mine[1]
     assert one_segment.activation == baseline.activation  # one segment checkpoints nothing
-    assert [c.label for c in theirs] == labels[:4]
+    if importlib.util.find_spec("torch") is not None:
+        assert [c.label for c in theirs] == labels[:4]
+    else:  # PyTorch is optional: without it the benchmark runs minigrad's rows alone
+        assert theirs == []
     report = bench.format_report(results, 1, 1, 1)
     assert "no 8 segments row" in report and "PCIe modelled" in report
