@@ -133,6 +133,16 @@ def test_a_subclass_of_a_supported_layer_is_refused(without_torch):
         to_torch(nn.Sequential(nn.ReLU(), ScaledLinear(2, 2)))
 
 
+def test_a_module_with_hooks_is_refused_since_they_would_be_lost(without_torch):
+    model = mnist_mlp()
+    handle = model[2].register_forward_hook(lambda module, args, output: output * 0)
+    with pytest.raises(UnsupportedLayerError, match=r"hooks, which do not convert: 2 \(nn.ReLU\); remove them"):
+        to_torch(model)
+    handle.remove()
+    with pytest.raises(ImportError):  # past the checks: only PyTorch is missing now
+        to_torch(model)
+
+
 @pytest.mark.parametrize("not_a_model", [42, "model", None, mt.ones(2), [nn.Linear(2, 2)]])
 def test_to_torch_refuses_what_is_not_a_minigrad_module(not_a_model):
     with pytest.raises(TypeError, match="to_torch: expected a minigrad.nn.Module"):
@@ -395,6 +405,15 @@ def test_from_torch_refuses_a_module_of_ones_own_class_and_a_setting_minigrad_la
         from_torch(torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 3, groups=2)))
     with pytest.raises(UnsupportedLayerError, match=r"the model itself \(nn.MaxPool2d\) cannot be built .*ceil_mode"):
         from_torch(torch.nn.MaxPool2d(2, ceil_mode=True))
+
+
+def test_a_torch_module_with_hooks_is_refused(torch):
+    module = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    handle = module[0].register_forward_pre_hook(lambda m, args: None)
+    with pytest.raises(UnsupportedLayerError, match=r"from_torch: 1 module\(s\) have forward or backward hooks.*0 \(nn.Linear\)"):
+        from_torch(module)
+    handle.remove()
+    assert type(from_torch(module)[0]) is nn.Linear
 
 
 def test_a_layer_with_an_extra_parameter_is_refused(torch):

@@ -11,15 +11,15 @@ conversions say how to install it. No stage imports this package.
 
 Reading order
 -------------
-The files that carry the idea, in the order to read them (412 lines in all):
+The files that carry the idea, in the order to read them (418 lines in all):
 
 1. ``layer_table.py`` (85 lines): which minigrad layer is which ``torch.nn`` layer,
    and the constructor arguments, read as attributes on either side, that rebuild it.
 2. ``tensors.py`` (68 lines): one tensor across, as a copy through NumPy (dtype,
    ``requires_grad``, CPU only; bfloat16's detour).
-3. ``rebuild.py`` (125 lines): the walk both directions share: build each layer on the
+3. ``rebuild.py`` (127 lines): the walk both directions share: build each layer on the
    other side, copy its tensors under the same names, its ``training`` flag, its children.
-4. ``convert.py`` (134 lines): ``to_torch``, ``from_torch`` and the state-dict converters,
+4. ``convert.py`` (138 lines): ``to_torch``, ``from_torch`` and the state-dict converters,
    with their checks.
 
 Extensions (not on the reading path)

@@ -33,6 +33,8 @@ __all__ = ["to_torch", "from_torch", "state_dict_to_torch", "state_dict_from_tor
 
 _PAIRS = LAYERS + CONTAINERS
 _BY_MINIGRAD_CLASS = {pair.minigrad_class: pair for pair in _PAIRS}
+# a torch.nn.Module's own hooks that run in a call (its state_dict hooks change no output)
+_TORCH_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
 
 
 def _is_torch_module(obj) -> bool:
@@ -47,6 +49,7 @@ def _to_torch_side(torch) -> Side:
         pair_of=lambda module: _BY_MINIGRAD_CLASS.get(type(module)),
         target_class=lambda pair: pair.torch_class(torch),
         copy_tensor=lambda value, where: minigrad_to_torch(value, torch, "to_torch", where),
+        has_hooks=lambda module: bool(module._hooks),
         state_dict_route="torch_model.load_state_dict(minigrad.export.state_dict_to_torch(model.state_dict()))",
     )
 
@@ -59,6 +62,7 @@ def _from_torch_side(torch) -> Side:
         pair_of=lambda module: by_torch_class.get(type(module)),
         target_class=lambda pair: pair.minigrad_class,
         copy_tensor=lambda value, where: torch_to_minigrad(value, torch, "from_torch", where),
+        has_hooks=lambda module: any(getattr(module, name, None) for name in _TORCH_HOOKS),
         state_dict_route="model.load_state_dict(minigrad.export.state_dict_from_torch(module.state_dict()))",
     )
 

@@ -13,11 +13,13 @@ source tree, depth first, and for each module:
 4. rebuilds each child and adds it under the same name.
 
 A module or a tensor reachable along two paths is rebuilt once, so sharing
-(tied weights, a block used twice) survives the trip. Hooks, gradients and
-ordinary attributes that are not constructor arguments are not carried.
+(tied weights, a block used twice) survives the trip. Gradients and ordinary
+attributes that are not constructor arguments are not carried.
 
-:func:`find_unsupported` runs first, over the whole tree, so that one error
-lists every module that will not convert.
+:func:`refuse_unsupported` runs first, over the whole tree, so that one error
+lists every module that will not convert: a class not in the table, or a
+module with hooks of its own (a hook can change what ``forward`` returns, and
+hooks are Python code too).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class Side:
     pair_of: Callable[[object], LayerPair | None]  # the table row of a source module (exact class), or None
     target_class: Callable[[LayerPair], type]      # the class to build on the other side
     copy_tensor: Callable[[object, str], object]   # a source tensor -> its copy on the other side (where: for errors)
+    has_hooks: Callable[[object], bool]            # does a source module have hooks of its own (forward or backward)?
     state_dict_route: str                          # how to convert a model of one's own class, for the error message
 
 
@@ -59,32 +62,31 @@ def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def find_unsupported(root, side: Side) -> list[str]:
-    """``describe()`` of every module in the tree that has no row in the layer table."""
-    found = []
-    stack = [("", root)]
-    seen = set()
-    while stack:
-        path, module = stack.pop()
-        if id(module) in seen:
-            continue
-        seen.add(id(module))
+def find_unsupported(root, side: Side) -> tuple[list[str], list[str]]:
+    """``describe()`` of every module in the tree with no row in the layer table, and of every one with hooks."""
+    no_counterpart, hooked = [], []
+    for path, module in root.named_modules():  # the same walk in both libraries: depth first, each module once
         if side.pair_of(module) is None:
-            found.append(describe(path, module))
-        children = [(_join(path, n), c) for n, c in module._modules.items() if c is not None]
-        stack.extend(reversed(children))
-    return found
+            no_counterpart.append(describe(path, module))
+        if side.has_hooks(module):
+            hooked.append(describe(path, module))
+    return no_counterpart, hooked
 
 
 def refuse_unsupported(root, side: Side) -> None:
     """Raise :class:`UnsupportedLayerError` naming every module of ``root`` that does not convert."""
-    unsupported = find_unsupported(root, side)
-    if unsupported:
+    no_counterpart, hooked = find_unsupported(root, side)
+    if no_counterpart:
         raise UnsupportedLayerError(
-            f"{side.who}: {len(unsupported)} module(s) have no {side.target} counterpart: "
-            f"{', '.join(unsupported)}. Supported: {supported_names()} (exactly these classes: a subclass may "
+            f"{side.who}: {len(no_counterpart)} module(s) have no {side.target} counterpart: "
+            f"{', '.join(no_counterpart)}. Supported: {supported_names()} (exactly these classes: a subclass may "
             f"change forward, which cannot be translated). For a model of your own class, write the same class "
             f"with {side.target}'s layers and copy the weights, since the state_dict keys match: {side.state_dict_route}"
+        )
+    if hooked:
+        raise UnsupportedLayerError(
+            f"{side.who}: {len(hooked)} module(s) have forward or backward hooks, which do not convert: "
+            f"{', '.join(hooked)}; remove them (handle.remove()) and register them again on the converted model"
         )
 
 
