@@ -167,7 +167,7 @@ def test_deleting_or_writing_files_outside_is_refused_and_the_filesystem_is_unto
 
 def test_forking_and_spawning_are_refused_and_nothing_is_left_running(batch):
     reasons = dict(_grades(batch, "grace").refused)
-    assert reasons["08_storage.py"] .startswith("refused by the sandbox: use os.fork")
+    assert reasons["08_storage.py"].startswith("refused by the sandbox: use os.fork")
     assert reasons["08_sizes.py"].startswith("refused by the sandbox: use subprocess.Popen")
     assert batch["left_running"] == []
 
@@ -194,7 +194,7 @@ def test_the_summary_gives_the_mean_per_exercise_who_was_refused_and_the_time(ba
     book = batch["books"][2]
     text = gradebook.summary(book)
     mean = sum(g.scores["8.1"] for g in book.students) / len(book.students)
-    assert f"8.1 " in text and f"{mean:6.2f} / 3" in text
+    assert "8.1 " in text and f"{mean:6.2f} / 3" in text
     assert "graded 8 students on chapter 08 in " in text and f"seed {SEED}" in text
     assert "  grace: 08_storage.py: refused by the sandbox: use os.fork" in text
     assert "not graded: README.md: not a submission" in text
