@@ -12,6 +12,8 @@ def _grade(args) -> int:
     from minigrad.grading import grade
     from minigrad.grading.runner import check_limits
 
+    if args.csv is not None or args.chapters is not None or args.jobs is not None:
+        return _gradebook(args)
     try:
         check_limits(args.timeout, args.memory_mb)
         if args.file is not None and Path(args.file).is_dir():
@@ -28,6 +30,45 @@ def _grade(args) -> int:
         return 2
     failed = any(r.score < r.max_score for part in results for r in part.exercises)
     return 1 if failed and not args.exit_zero else 0
+
+
+def _gradebook(args) -> int:
+    from minigrad.grading import gradebook
+
+    def fail(message: str) -> int:
+        print(f"minigrad grade: {message}", file=sys.stderr)
+        return 2
+
+    if args.csv is None:
+        return fail("--chapters and --jobs are for a class's gradebook: add --csv PATH (and --dir with the submissions)")
+    if args.dir is None:
+        return fail(f"--csv {args.csv}: name the folder of submissions with --dir; it should hold {gradebook.LAYOUT_HELP}")
+    if args.file is not None or args.reference or args.json is not None:
+        return fail("--csv grades a folder of students (--dir); it does not combine with --file, --reference or --json")
+    if args.chapter != "all" and args.chapters is not None:
+        return fail(f"grade {args.chapter} --chapters ...: name the chapters once (`grade all --chapters ...`)")
+    numbers = args.chapters if args.chapters is not None else (None if args.chapter == "all" else [args.chapter])
+    csv_path, folder = Path(args.csv).resolve(), Path(args.dir).resolve()
+    if folder in csv_path.parents:
+        return fail(f"--csv {args.csv}: is inside the submissions folder {args.dir}; write it elsewhere")
+    if csv_path.is_dir():
+        return fail(f"--csv {args.csv}: is a folder; name the file, e.g. --csv {Path(args.csv) / 'gradebook.csv'}")
+
+    def done(grades) -> None:
+        total = sum(grades.scores.values())
+        print(f"  {grades.student}: {total:g} points ({grades.seconds:.1f} s)", file=sys.stderr, flush=True)
+
+    try:
+        book = gradebook.grade_all(folder, numbers, jobs=args.jobs, timeout=args.timeout, memory_mb=args.memory_mb,
+                                   seed=args.seed, progress=done)
+        gradebook.write_csv(book, csv_path)
+    except (FileNotFoundError, ValueError) as err:
+        return fail(str(err))
+    except OSError as err:
+        return fail(f"--csv {args.csv}: cannot write it: {err}")
+    print(gradebook.summary(book), end="")
+    print(f"wrote {args.csv}")
+    return 0
 
 
 def _exercises_build(args) -> int:
@@ -282,6 +323,15 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--memory-mb", type=int, default=2048, help="memory limit per exercise in MB (default 2048, at least 512)")
     g.add_argument("--seed", type=int, help="replay the random inputs of a run (a failing check prints its seed)")
     g.add_argument("--exit-zero", action="store_true", help="exit with status 0 even when a check fails (default: 1)")
+    g.add_argument("--csv", metavar="PATH",
+                   help="a class's gradebook: grade every student in --dir and write PATH, a row per student "
+                        "(exercise points, chapter totals, total, notes); --dir holds a folder per student with "
+                        "files named like exercises/NN_*.py (alice/05_linear.py), or files named "
+                        "<student>__NN_name.py (alice__05_linear.py)")
+    g.add_argument("--chapters", nargs="+", metavar="NN",
+                   help="with --csv: the chapters to grade (default: every chapter some student handed a file in for)")
+    g.add_argument("--jobs", type=_at_least(1), metavar="N",
+                   help="with --csv: students graded at once (default: the number of CPUs)")
     g.set_defaults(run=_grade)
 
     e = sub.add_parser("exercises", help="your workspace's exercise files: make, reset, locate; or rebuild the pristine stubs")

@@ -101,7 +101,7 @@ def main(argv: list[str]) -> int:
     prepare = getattr(checks, "prepare_child", None)
     if callable(prepare):
         prepare()
-    the_guard = guard.Guard(config["protected_files"], config["protected_dirs"], (requests, answers))
+    the_guard = guard.Guard(config["protected_files"], config["protected_dirs"], (requests, answers), config.get("scratch_dir"))
     sys.addaudithook(the_guard)
     write_frame, read_frame, to_wire, WireError = wire.write_frame, wire.read_frame, wire.to_wire, wire.WireError
     guard.seal(the_guard)

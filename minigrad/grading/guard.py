@@ -20,12 +20,21 @@ library runs on it.
 - ``gc.get_objects``/``get_referrers``/``get_referents``;
 - ``os.kill``/``os.killpg`` of any other process (the grader, for one);
 - ``sys.settrace``/``sys.setprofile`` except by the harness (and
-  ``threading.settrace``/``setprofile``, starting threads).
+  ``threading.settrace``/``setprofile``, starting threads);
+- changing the file system outside the child's working folder (a fresh
+  temporary folder the grader deletes afterwards): opening a file for writing,
+  removing, renaming, linking, ``mkdir``, ``chmod``/``chown``/``utime``,
+  ``truncate``, ``shutil.rmtree``/``copy*``/``move``; paths relative to a
+  ``dir_fd`` and changes through a file descriptor other than 0-2 are refused
+  everywhere.
 
 What an in-process hook cannot stop: code in the same interpreter can reach
 the harness's objects by walking frames, write to any file descriptor with
-``os.write`` (the answer channel included), or corrupt memory through an
-extension. So the hook only raises the bar; the guarantee is elsewhere: the
+``os.write`` (the answer channel included), open a folder and then a file
+relative to it with ``os.open(..., dir_fd=...)`` (the ``open`` event does not
+carry the ``dir_fd``), or corrupt memory through an extension. Run a batch of
+untrusted submissions as an unprivileged user (or in a container) for a
+boundary the operating system enforces. So the hook only raises the bar; the guarantee is elsewhere: the
 grader's parent process computes every verdict from plain data it decodes
 itself and checks against its own reference, so whatever the child sends can
 only be an answer, and only correct answers score.
@@ -46,6 +55,19 @@ _SPAWN_EVENTS = frozenset({
     "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.cdata", "ctypes.call_function",
     "gc.get_objects", "gc.get_referrers", "gc.get_referents", "os.startfile", "webbrowser.open",
 })
+
+# event -> (positions of the paths it changes, positions of its dir_fd arguments)
+_CHANGE_EVENTS = {
+    "os.remove": ((0,), (1,)), "os.rmdir": ((0,), (1,)), "os.mkdir": ((0,), (2,)),
+    "os.rename": ((0, 1), (2, 3)), "os.link": ((1,), (2, 3)), "os.symlink": ((1,), (2,)),
+    "os.chmod": ((0,), (2,)), "os.chown": ((0,), (3,)), "os.utime": ((0,), (3,)),
+    "os.truncate": ((0,), ()), "os.chflags": ((0,), ()), "os.lchflags": ((0,), ()),
+    "os.setxattr": ((0,), ()), "os.removexattr": ((0,), ()),
+    "shutil.rmtree": ((0,), (1,)), "shutil.copyfile": ((1,), ()), "shutil.copymode": ((1,), ()),
+    "shutil.copystat": ((1,), ()), "shutil.copytree": ((1,), ()), "shutil.move": ((0, 1), ()),
+}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_HARMLESS_TARGETS = frozenset({os.devnull})
 
 
 class _SubmissionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -77,7 +99,8 @@ def install_finder(module_name: str, path: str, source: bytes) -> None:
 class Guard:
     """The audit hook's switches: sealed or not, and what the harness itself may do right now."""
 
-    def __init__(self, protected_files, protected_dirs, channel_fds):
+    def __init__(self, protected_files, protected_dirs, channel_fds, writable_dir=None):
+        self._writable = None if writable_dir is None else os.path.realpath(writable_dir) + os.sep
         self._files = frozenset(os.path.realpath(p) for p in protected_files)
         self._dirs = tuple(os.path.realpath(d) + os.sep for d in protected_dirs)
         self._fds = frozenset(channel_fds)
@@ -115,11 +138,41 @@ class Guard:
         if real.startswith(self._fd_paths) or (real.startswith("/proc/") and "/fd/" in real):
             self._refuse("open the grader's file descriptors")
 
+    def _check_change(self, event: str, path, dir_fd=None) -> None:
+        """Refuse ``event`` changing ``path`` unless it lies in the working folder."""
+        if isinstance(path, int):
+            if path not in (0, 1, 2):
+                self._refuse(f"use {event} on file descriptor {path} (only files in the working folder may change)")
+            return
+        try:
+            name = os.fsdecode(path)
+        except TypeError:
+            self._refuse(f"use {event} on {path!r}")
+        if dir_fd is not None and not os.path.isabs(name):
+            self._refuse(f"use {event} relative to a dir_fd")
+        real = os.path.realpath(name)
+        if real in _HARMLESS_TARGETS or (self._writable is not None and (real + os.sep).startswith(self._writable)):
+            return
+        self._refuse(f"change {name} ({event}): only files in the working folder may be written")
+
+    def _opens_for_writing(self, args) -> bool:
+        mode, flags = (args[1], args[2]) if len(args) >= 3 else (None, 0)
+        return (isinstance(mode, str) and any(c in mode for c in "wax+")) or (isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
+
     def __call__(self, event: str, args) -> None:
         if event == "open":
             self._check_open(args[0])
+            if self.sealed and not isinstance(args[0], int) and self._opens_for_writing(args):
+                self._check_change(event, args[0])
             return
         if not self.sealed:
+            return
+        if event in _CHANGE_EVENTS:
+            paths, dir_fds = _CHANGE_EVENTS[event]
+            dir_fd = next((args[i] for i in dir_fds if i < len(args) and args[i] is not None), None)
+            for i in paths:
+                if i < len(args):
+                    self._check_change(event, args[i], dir_fd)
             return
         if event in _SPAWN_EVENTS:
             self._refuse(f"use {event}")

@@ -51,6 +51,7 @@ class ExerciseResult:
     checks_total: int = 0
     seed: int | None = None
     summary: str | None = None  # the few lines the table shows (None: the start of ``output``)
+    load_error: str | None = None  # why the submission could not be loaded (a SyntaxError, a refused import...), if so
 
     @property
     def max_score(self) -> float:
@@ -191,7 +192,7 @@ def _check_module(part: Part) -> ModuleType:
     return importlib.import_module(f"minigrad.grading.checks.{part.checks.stem}")
 
 
-def _child_config(part: Part, file: Path, requests: int, answers: int, nonce: str) -> dict:
+def _child_config(part: Part, file: Path, requests: int, answers: int, nonce: str, scratch: str) -> dict:
     repo = PACKAGE_DIR.parent if (PACKAGE_DIR.parent / "solutions").is_dir() else None
     files, dirs = guard.protected_paths([p.source for p in parts()], part.source, repo)
     if file.resolve() == part.source.resolve():  # grading the reference itself
@@ -200,6 +201,7 @@ def _child_config(part: Part, file: Path, requests: int, answers: int, nonce: st
         "requests_fd": requests, "answers_fd": answers, "submission": str(file), "module": module_name(part),
         "checks": f"minigrad.grading.checks.{part.checks.stem}", "nonce": nonce,
         "protected_files": [str(f) for f in files], "protected_dirs": [str(d) for d in dirs],
+        "scratch_dir": scratch,  # the child's working folder, the only place it may change files
     }
 
 
@@ -256,11 +258,12 @@ def grade_exercise(part: Part, exercise: Exercise, file: Path, timeout: float, m
     messages: list[str] = []
     failed_required: list[str] = []
     passed = 0
+    load_message = None
     stubbed = 0  # checks that failed on this exercise's untouched stub
     timed_out = False
     with tempfile.TemporaryDirectory(prefix="minigrad-grade-") as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MINIGRAD_RESULTS", "PYTEST_", "PYTHONBREAKPOINT"))}
-        config = _child_config(part, file, requests_r, answers_w, nonce)
+        config = _child_config(part, file, requests_r, answers_w, nonce, tmp)
         command = [sys.executable, "-m", "minigrad.grading.child", json.dumps(config)]
         box = sandbox.start(command, timeout=timeout, memory_mb=memory_mb, env=env, cwd=tmp,
                             log_path=Path(tmp) / "log.txt", pass_fds=(requests_r, answers_w))
@@ -273,6 +276,7 @@ def grade_exercise(part: Part, exercise: Exercise, file: Path, timeout: float, m
                 hello = channel.hello(nonce)
                 if "error" in hello:
                     load_error = LoadError(f"could not load your file: {hello['error']}", hello.get("where"))
+                    load_message = str(hello["error"])[:300] + (f" ({hello['where']})" if hello.get("where") else "")
             except (ChildGone, ProtocolError):
                 pass
             learner = Learner(channel.ask, source, file)
@@ -319,7 +323,7 @@ def grade_exercise(part: Part, exercise: Exercise, file: Path, timeout: float, m
     printed = ["your code printed:\n" + _tail(output, 8)] if output.strip() else []
     replay = replay_line(exercise, seed)
     text = "\n".join([*notes, *messages, *printed, replay])
-    return ExerciseResult(exercise, score, status, text, passed, len(checks), seed, _summary(notes, messages, replay))
+    return ExerciseResult(exercise, score, status, text, passed, len(checks), seed, _summary(notes, messages, replay), load_message)
 
 
 def _summary(notes: list[str], failures: list[str], replay: str, first_lines: int = 8) -> str:
