@@ -29,6 +29,9 @@ Invariants
   autocast modes, then sends the incoming gradient through the recomputed
   graph. The inputs' gradients are what that backward left in the leaves'
   ``.grad``; parameters used in the block get theirs from it directly.
+- The recompute puts every module's buffers back after it runs it
+  (:mod:`.batchnorm_stats`): BatchNorm counts each batch once, as without
+  the checkpoint.
 - Generators outside the block are left where backward found them.
 
 Limits (PyTorch documents the same for its reentrant variant)
@@ -55,6 +58,7 @@ import warnings
 from minigrad.amp import autocast_state
 from minigrad.amp.autocast import autocast
 from minigrad.checkpoint import rng_states
+from minigrad.checkpoint.batchnorm_stats import buffers_put_back
 from minigrad.tensor import Function, Tensor, bfloat16, enable_grad, float16, is_grad_enabled, no_grad
 from minigrad.tensor.backend import root_array
 from minigrad.tensor.tensor import make_tensor
@@ -141,7 +145,7 @@ class CheckpointFunction(Function):
         ``grad`` (d loss/d output) is an array; ``Tensor.backward`` takes a tensor on the output's device.
         """
         # TODO Exercise 10.1
-        raise NotImplementedError("Exercise 10.1: run the block once more on fresh leaves that require grad where the arguments did, recording this time, from the first run's random states and autocast modes; send grad through what it returned; the leaves' gradients are the answer (None for the call and for plain values)")
+        raise NotImplementedError("Exercise 10.1: run the block once more on fresh leaves that require grad where the arguments did, recording this time, from the first run's random states and autocast modes, with the modules' buffers put back after (buffers_put_back: BatchNorm must not count the batch twice); send grad through what it returned; the leaves' gradients are the answer (None for the call and for plain values)")
 
 
 def checkpoint_reentrant(fn, *args, preserve_rng_state: bool = True, **kwargs):

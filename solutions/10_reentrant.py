@@ -28,6 +28,9 @@ Invariants
   autocast modes, then sends the incoming gradient through the recomputed
   graph. The inputs' gradients are what that backward left in the leaves'
   ``.grad``; parameters used in the block get theirs from it directly.
+- The recompute puts every module's buffers back after it runs it
+  (:mod:`.batchnorm_stats`): BatchNorm counts each batch once, as without
+  the checkpoint.
 - Generators outside the block are left where backward found them.
 
 Limits (PyTorch documents the same for its reentrant variant)
@@ -54,6 +57,7 @@ import warnings
 from minigrad.amp import autocast_state
 from minigrad.amp.autocast import autocast
 from minigrad.checkpoint import rng_states
+from minigrad.checkpoint.batchnorm_stats import buffers_put_back
 from minigrad.tensor import Function, Tensor, bfloat16, enable_grad, float16, is_grad_enabled, no_grad
 from minigrad.tensor.backend import root_array
 from minigrad.tensor.tensor import make_tensor
@@ -145,7 +149,7 @@ class CheckpointFunction(Function):
         ``grad`` (d loss/d output) is an array; ``Tensor.backward`` takes a tensor on the output's device.
         """
         leaves = ctx.call.arguments(ctx.saved_tensors, requiring_grad=True)
-        with rng_states.restored_rng(ctx.rng), ctx.call.autocast(), enable_grad():
+        with rng_states.restored_rng(ctx.rng), ctx.call.autocast(), enable_grad(), buffers_put_back():
             out = ctx.call.fn(*leaves)
         out.backward(make_tensor(grad, out.device))
         grads = [leaf.grad._data if isinstance(leaf, Tensor) and leaf.grad is not None else None for leaf in leaves]

@@ -265,3 +265,16 @@ def test_matches_torch_use_reentrant_true():
 
     with pytest.warns(UserWarning):  # PyTorch warns as minigrad does; neither gives the weights a gradient
         torch_checkpoint(torch_block, torch.tensor(x_np), 0.5, torch.tensor(shift_np), use_reentrant=True)
+
+
+def test_a_batchnorm_in_the_block_counts_each_batch_once():
+    mt.manual_seed(0)
+    block = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU())
+    twin = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU())
+    twin.load_state_dict(block.state_dict())
+    for _ in range(3):
+        x = mt.randn(5, 4, requires_grad=True)
+        checkpoint_reentrant(block, x).sum().backward()
+        twin(x).sum().backward()
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        assert np.array_equal(getattr(block[1], name).numpy(), getattr(twin[1], name).numpy()), name

@@ -51,6 +51,7 @@ def _build(s: dict):
     n_in, hidden, n_out = s["widths"]
     mt.manual_seed(s["seed"])
     first, second = nn.Linear(n_in, hidden, dtype=dtype), nn.Linear(hidden, n_out, dtype=dtype)
+    norm = nn.BatchNorm1d(hidden, dtype=dtype) if s.get("batchnorm") else None
     x = mt.randn(s["batch"], n_in, dtype=dtype, requires_grad=True)
     shift = mt.randn(s["batch"], hidden, dtype=dtype) if s["shift"] else None  # a tensor that needs no gradient
     calls = []
@@ -60,12 +61,14 @@ def _build(s: dict):
         h = first(x)
         if shift is not None:
             h = h + shift
+        if norm is not None:
+            h = norm(h)
         h = h.tanh() if activation == "tanh" else h.relu()
         if s["p"]:
             h = F.dropout(h, s["p"])
         return second(h * scale)
 
-    return block, [first.weight, first.bias, second.weight, second.bias], x, shift, calls
+    return block, [first.weight, first.bias, second.weight, second.bias], x, shift, calls, norm
 
 
 def _run(s: dict, wrap) -> dict:
@@ -73,7 +76,7 @@ def _run(s: dict, wrap) -> dict:
     import minigrad.tensor as mt
     from minigrad.amp.autocast import autocast
 
-    block, params, x, shift, calls = _build(s)
+    block, params, x, shift, calls, norm = _build(s)
     args = (x, s["scale"], s["activation"], shift)
     s["_phase"] = "forward"
     with autocast("cpu", dtype=mt.bfloat16, enabled=s["autocast"]):
@@ -83,15 +86,18 @@ def _run(s: dict, wrap) -> dict:
     s["_phase"] = "backward"
     (y.double() * weights).sum().backward()
     after = _host(mt.rand(4))
+    statistics = None if norm is None else [_host(norm.running_mean), _host(norm.running_var),
+                                            float(norm.num_batches_tracked.item())]
     return {"y": _host(y), "grads": [_host(x.grad)] + [_host(p.grad) for p in params],
-            "calls": [calls.count("forward"), calls.count("backward")], "draws": [between, after]}
+            "calls": [calls.count("forward"), calls.count("backward")], "draws": [between, after],
+            "batchnorm": statistics}
 
 
 def _tracked(s: dict, wrap) -> dict:
     """(either side) The tracker's activation bytes at the end of the block's first run and after the call."""
     from minigrad.memory import track
 
-    block, params, x, shift, _ = _build(s)
+    block, params, x, shift, _, _ = _build(s)
     figures = {}
 
     def measured(*args):
@@ -125,12 +131,12 @@ def tracked(submission, state, scenario):
 
 
 def _scenario(gen, batch=None, widths=None, p=0.0, shift=False, activation="tanh", scale=None, autocast=False,
-              made_inside=False) -> dict:
+              made_inside=False, batchnorm=False) -> dict:
     widths = widths or [int(gen.integers(1, 5)), int(gen.integers(1, 6)), int(gen.integers(1, 4))]
     batch = batch or int(gen.integers(1, 5))
     return {"seed": int(gen.integers(2**31)), "widths": widths, "batch": batch, "p": p, "shift": shift,
             "activation": activation, "scale": float(np.round(gen.uniform(0.25, 2.0), 3)) if scale is None else scale,
-            "autocast": autocast, "made_inside": made_inside,
+            "autocast": autocast, "made_inside": made_inside, "batchnorm": batchnorm,
             "upstream": np.round(gen.standard_normal((batch, widths[2])), 3).tolist()}
 
 
@@ -144,6 +150,7 @@ def _describe(s: dict) -> str:
     n_in, hidden, n_out = s["widths"]
     steps = [f"Linear({n_in}, {hidden})"]
     steps += ["+ shift (a tensor argument that needs no gradient)"] if s["shift"] else []
+    steps += [f"BatchNorm1d({hidden}) in training mode"] if s.get("batchnorm") else []
     steps += [s["activation"]] + ([f"dropout(p={s['p']})"] if s["p"] else [])
     steps += ["* scale", f"Linear({hidden}, {n_out})"]
     where = " inside autocast('cpu', dtype=bfloat16)" if s["autocast"] else ""
@@ -273,3 +280,23 @@ def test_forward_keeps_no_activation_of_the_block(learner, rng):
         return f"{_describe(s)}; measured by track() around the call, {made}"
 
     first_failure(smallest_first(scenarios, _size), attempt, described)
+
+
+@exercise("10.1")
+def test_batchnorm_counts_each_batch_once(learner, rng):
+    gen = np_generator(rng)
+    scenarios = [_scenario(gen, batchnorm=True, batch=int(gen.integers(2, 5)), widths=[2, int(gen.integers(2, 5)), 2])
+                 for _ in range(2)]
+    _check_gradients(learner, scenarios, "a BatchNorm in the block normalises the recompute's batch as the first "
+                                         "run did")
+
+    def attempt(s) -> None:
+        mine, expected = learner.probe("run", s)["batchnorm"], _run(dict(s), None)["batchnorm"]
+        for name, g, e in zip(["running_mean", "running_var", "num_batches_tracked"], mine, expected):
+            assert _same(g, e, False), (
+                f"after one checkpointed forward and backward the BatchNorm's {name} is {np.round(g, 6).tolist()}, "
+                f"without the checkpoint {np.round(e, 6).tolist()}: the recompute ran BatchNorm a second time and "
+                "updated its running statistics again; put the modules' buffers back after the recompute "
+                "(buffers_put_back)")
+
+    first_failure(smallest_first(scenarios, _size), attempt, _describe)

@@ -1023,15 +1023,15 @@ BUGS: list[Bug] = [
         "leaves = ctx.call.arguments(ctx.saved_tensors)",
         "the recompute runs on inputs that do not require grad: the parameters get gradients, the inputs none"),
     Bug("reentrant_recomputes_under_no_grad", "10_reentrant.py", "10.1",
-        "ctx.call.autocast(), enable_grad():", "ctx.call.autocast(), no_grad():",
+        "ctx.call.autocast(), enable_grad(),", "ctx.call.autocast(), no_grad(),",
         "the recompute runs under no_grad() as the first run did: there is no graph to backpropagate through"),
     Bug("reentrant_runs_the_block_twice", "10_reentrant.py", "10.1",
         "            out = ctx.call.fn(*leaves)\n        out.backward(make_tensor(grad, out.device))\n",
         "            out = ctx.call.fn(*leaves)\n            ctx.call.fn(*leaves).backward(make_tensor(grad, out.device))\n",
         "backward runs the block once for its output and once more to backpropagate"),
     Bug("reentrant_rng_not_restored", "10_reentrant.py", "10.1",
-        "with rng_states.restored_rng(ctx.rng), ctx.call.autocast(), enable_grad():",
-        "with ctx.call.autocast(), enable_grad():",
+        "with rng_states.restored_rng(ctx.rng), ctx.call.autocast(), enable_grad(),",
+        "with ctx.call.autocast(), enable_grad(),",
         "the recompute draws from the generators as they are: dropout draws another mask"),
     Bug("reentrant_rng_captured_after_the_first_run", "10_reentrant.py", "10.1",
         "        ctx.rng = rng_states.capture_rng(inputs) if call.preserve_rng_state else None\n"
@@ -1045,9 +1045,12 @@ BUGS: list[Bug] = [
         "only the arrays are saved (save_for_backward is for tensors, as in PyTorch): the recompute lacks the plain "
         "arguments"),
     Bug("reentrant_recompute_outside_autocast", "10_reentrant.py", "10.1",
-        "with rng_states.restored_rng(ctx.rng), ctx.call.autocast(), enable_grad():",
-        "with rng_states.restored_rng(ctx.rng), enable_grad():",
+        "with rng_states.restored_rng(ctx.rng), ctx.call.autocast(), enable_grad(),",
+        "with rng_states.restored_rng(ctx.rng), enable_grad(),",
         "the recompute runs outside the first run's autocast region: in float32 where the first run used bfloat16"),
+    Bug("reentrant_batchnorm_counts_the_batch_twice", "10_reentrant.py", "10.1",
+        "enable_grad(), buffers_put_back():", "enable_grad():",
+        "the recompute runs BatchNorm a second time and its running statistics count the batch twice"),
     # 10.2: capture and restore the random-number states
     Bug("rng_not_restored", "10_rng_states.py", "10.2",
         "    with fork_rng(devices=[d for d in states if d != \"cpu\"]):\n        for device, state in states.items():\n"
