@@ -45,19 +45,18 @@ Limits (PyTorch documents the same for its reentrant variant)
 - minigrad only: no float16 or bfloat16 tensor arguments (the core computes a
   Function whose operands are all 16-bit in float32: the recompute would run
   on widened copies); ``checkpoint`` takes them.
-- A block that changes state when it runs (BatchNorm's running statistics in
-  training mode) changes it again in the recompute.
+- Module buffers are put back after the recompute; other state a block
+  changes when it runs (a Python counter, a list it appends to) changes
+  again in the recompute.
 """
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 
-from minigrad.amp import autocast_state
-from minigrad.amp.autocast import autocast
 from minigrad.checkpoint import rng_states
 from minigrad.checkpoint.batchnorm_stats import buffers_put_back
+from minigrad.checkpoint.recompute import autocast_as, autocast_modes, block_name
 from minigrad.tensor import Function, Tensor, bfloat16, enable_grad, float16, is_grad_enabled, no_grad
 from minigrad.tensor.backend import root_array
 from minigrad.tensor.tensor import make_tensor
@@ -81,7 +80,7 @@ class _Call:
         # per argument: (device, requires_grad, version counter) of a tensor, None for a plain value
         self.tensors = [(a._device, a._requires_grad, a._version_counter) if isinstance(a, Tensor) else None
                         for a in args]
-        self.autocast_modes = {device: autocast_state.mode(device) for device in ("cpu", "cuda")}
+        self.autocast_modes = autocast_modes()
 
     def arguments(self, values, requiring_grad: bool = False) -> tuple:
         """``fn``'s arguments from ``values`` (one per argument of the call, plain values included).
@@ -94,7 +93,7 @@ class _Call:
         if len(values) != len(self.tensors):
             shown = ", ".join("tensor" if t is not None else "plain value" for t in self.tensors)
             raise ValueError(
-                f"checkpoint_reentrant: {len(values)} values for a call of {_name(self.fn)} with "
+                f"checkpoint_reentrant: {len(values)} values for a call of {block_name(self.fn)} with "
                 f"{len(self.tensors)} arguments ({shown}); give one value per argument of forward, in order, the "
                 "plain values (numbers, strings, None) included"
             )
@@ -107,7 +106,7 @@ class _Call:
         """The array of ``fn``'s output, checked: one tensor; a copy if it shares an input's buffer."""
         if not isinstance(out, Tensor):
             raise TypeError(
-                f"checkpoint_reentrant: {_name(self.fn)} returned {type(out).__name__}; the reentrant variant "
+                f"checkpoint_reentrant: {block_name(self.fn)} returned {type(out).__name__}; the reentrant variant "
                 "checkpoints a block that returns one tensor (stack several into one, or use checkpoint(fn, ...))"
             )
         data = out._data
@@ -118,14 +117,7 @@ class _Call:
 
     def autocast(self):
         """The autocast modes of the first run, entered for each device type (a context manager)."""
-        stack = contextlib.ExitStack()
-        for device, mode in self.autocast_modes.items():
-            if mode is None:
-                stack.enter_context(autocast(device, enabled=False))
-            else:
-                stack.enter_context(autocast(device, dtype=mode.dtype, enabled=mode.enabled,
-                                             cache_enabled=mode.cache_enabled))
-        return stack
+        return autocast_as(self.autocast_modes)
 
 
 class CheckpointFunction(Function):
@@ -175,7 +167,7 @@ def checkpoint_reentrant(fn, *args, preserve_rng_state: bool = True, **kwargs):
         return fn(*args)
     if not any(isinstance(a, Tensor) and a.requires_grad for a in args):
         warnings.warn(
-            f"checkpoint_reentrant: no argument of {_name(fn)} requires grad, so the checkpoint records no node and "
+            f"checkpoint_reentrant: no argument of {block_name(fn)} requires grad, so the checkpoint records no node and "
             "the parameters used inside get no gradient (the reentrant variant's limit, as in PyTorch); pass an "
             "input that requires grad, or use checkpoint(fn, ...)",
             stacklevel=2,
@@ -189,7 +181,7 @@ def _check_argument(fn, position: int, a) -> None:
     if isinstance(a, Tensor):
         if a.dtype == float16 or a.dtype == bfloat16:
             raise TypeError(
-                f"checkpoint_reentrant: argument {position} of {_name(fn)} is a {a.dtype} tensor (shape "
+                f"checkpoint_reentrant: argument {position} of {block_name(fn)} is a {a.dtype} tensor (shape "
                 f"{tuple(a.shape)}); the reentrant variant takes float32/float64 (and integer) tensors, since "
                 "minigrad computes a Function on 16-bit operands in float32; use checkpoint(fn, ...), or pass "
                 "a float32 input and cast inside the block"
@@ -199,11 +191,9 @@ def _check_argument(fn, position: int, a) -> None:
         inner = a.values() if isinstance(a, dict) else a
         if any(isinstance(x, Tensor) for x in inner):
             raise TypeError(
-                f"checkpoint_reentrant: argument {position} of {_name(fn)} is a {type(a).__name__} holding "
+                f"checkpoint_reentrant: argument {position} of {block_name(fn)} is a {type(a).__name__} holding "
                 "tensors; the reentrant variant sees only tensors passed directly as arguments (no gradient would "
                 "reach these): pass each tensor as its own argument"
             )
 
 
-def _name(fn) -> str:
-    return getattr(fn, "__qualname__", None) or type(fn).__name__

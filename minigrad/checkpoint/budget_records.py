@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from minigrad.amp import autocast_state
+from minigrad.checkpoint.recompute import autocast_modes
 from minigrad.checkpoint.budget_views import Geometry
 
 __all__ = ["Buffer", "BufferInput", "Call", "SavedHandle", "HELD", "LOOSE", "EVICTED", "RELEASED"]
@@ -67,7 +67,7 @@ class Call:
         self.inputs = inputs  # a BufferInput, or the argument itself, per positional argument
         self.versions = versions  # (version counter, value) of each tensor argument when called
         self.rng = rng
-        self.autocast = {device: autocast_state.mode(device) for device in ("cpu", "cuda")}
+        self.autocast = autocast_modes()
         self.external = external  # ids of the arrays it read that the pool does not manage (parameters, data)
         self.saved_meta: list[tuple] = []  # (shape, dtype) of each tensor its ops saved, in order
         self.output_meta: list[tuple] = []

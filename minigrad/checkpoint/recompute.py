@@ -55,7 +55,8 @@ from minigrad.tensor import Tensor, enable_grad, is_grad_enabled, saved_tensors_
 from minigrad.tensor import saved_tensors as _saved_tensors
 from minigrad.tensor.tensor import make_tensor
 
-__all__ = ["checkpoint", "count_recomputes", "RecomputeCount", "autocast_as", "detached", "unchanged"]
+__all__ = ["checkpoint", "count_recomputes", "RecomputeCount", "autocast_modes", "autocast_as", "block_name",
+           "detached", "unchanged"]
 
 _DETERMINISM_CHECKS = ("default", "none")
 
@@ -109,7 +110,7 @@ class _Frame:
         self.args = tuple(_KeptInput(a) if isinstance(a, Tensor) else a for a in args)
         self.kwargs = {k: _KeptInput(v) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
         self.rng = rng_states.capture_rng([*args, *kwargs.values()]) if preserve_rng_state else None
-        self.autocast = {device: autocast_state.mode(device) for device in ("cpu", "cuda")}
+        self.autocast = autocast_modes()
         self.determinism_check = determinism_check
         self.recompute_context = recompute_context
         self.restore_buffers = restore_buffers
@@ -156,7 +157,7 @@ class _Frame:
         for position, a in kept:
             if isinstance(a, _KeptInput) and a.counter.value != a.version:
                 raise RuntimeError(
-                    f"checkpoint: input {position} of {_name(self.fn)} (shape {a.shape}) was modified in "
+                    f"checkpoint: input {position} of {block_name(self.fn)} (shape {a.shape}) was modified in "
                     f"place after the checkpointed forward (version {a.version} -> {a.counter.value}); "
                     "the recompute would see different values: clone it before changing it"
                 )
@@ -164,14 +165,14 @@ class _Frame:
     def _check_same(self, saved: list[Tensor]) -> None:
         if len(saved) != len(self.meta):
             raise CheckpointError(
-                f"checkpoint: recomputing {_name(self.fn)} saved {len(saved)} tensors for backward, the first "
+                f"checkpoint: recomputing {block_name(self.fn)} saved {len(saved)} tensors for backward, the first "
                 f"forward saved {len(self.meta)}: the block must run the same ops each time it is called "
                 "(no branching on state that changes between forward and backward)"
             )
         for index, (t, (shape, dtype, device)) in enumerate(zip(saved, self.meta)):
             if (t.shape, t.dtype, t.device) != (shape, dtype, device):
                 raise CheckpointError(
-                    f"checkpoint: recomputing {_name(self.fn)} gave saved tensor {index} with shape "
+                    f"checkpoint: recomputing {block_name(self.fn)} gave saved tensor {index} with shape "
                     f"{tuple(t.shape)}, {t.dtype}, on {t.device}; the first forward saved shape {tuple(shape)}, "
                     f"{dtype}, on {device}. The block must compute the same thing when run again; pass "
                     "determinism_check='none' only if you know why they differ"
@@ -226,7 +227,7 @@ class RecomputeCount:
 
     def _saw(self, frame: _Frame) -> None:
         self.count += 1
-        self.blocks.append(_name(frame.fn))
+        self.blocks.append(block_name(frame.fn))
 
     def __enter__(self) -> "RecomputeCount":
         _counters.append(self)
@@ -261,6 +262,11 @@ class _Nothing:
         return None
 
 
+def autocast_modes() -> dict:
+    """This thread's autocast mode for each device type (None where no region is open), for :class:`autocast_as`."""
+    return {device: autocast_state.mode(device) for device in ("cpu", "cuda")}
+
+
 class autocast_as:
     """Enter, for each device type, an autocast region reproducing the mode of the first forward (or off)."""
 
@@ -281,5 +287,6 @@ class autocast_as:
             region.__exit__(*exc)
 
 
-def _name(fn) -> str:
+def block_name(fn) -> str:
+    """How errors and recompute counts name a block: its qualified name, else its type's."""
     return getattr(fn, "__qualname__", None) or type(fn).__name__
