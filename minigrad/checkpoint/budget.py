@@ -35,7 +35,9 @@ Invariants
   bytes at once and the smallest budget that lets it run.
 - Gradients are bitwise those of a run without a budget: a module runs again
   on the same inputs and random state, under the same autocast mode, and
-  what it saves must match its first run (:class:`CheckpointError`).
+  what it saves must match its first run (:class:`CheckpointError`); its
+  buffers are put back after it (BatchNorm counts each batch once, as in
+  ``checkpoint``).
 - Never evicted: what the node running backward saved (it is brought back
   and pinned before the node runs), what a call being run again reads, what
   other code still refers to (evicting it would free nothing), buffers

@@ -37,6 +37,7 @@ from minigrad.checkpoint.errors import CheckpointError
 from minigrad.checkpoint.eviction import Candidate, choose_victim, remat_cost
 from minigrad.checkpoint.recompute import autocast_as, detached, unchanged
 from minigrad.checkpoint import rng_states
+from minigrad.checkpoint.batchnorm_stats import buffers_put_back
 from minigrad.memory import buffers as memory_buffers
 from minigrad.tensor import enable_grad, events, saved_tensors_hooks
 from minigrad.tensor.backend import root_array
@@ -308,7 +309,7 @@ class Pool:
 
         Pool.rerunning += 1
         try:
-            with rng_states.restored_rng(call.rng), autocast_as(call.autocast), enable_grad(), \
+            with rng_states.restored_rng(call.rng), autocast_as(call.autocast), enable_grad(), buffers_put_back(), \
                     saved_tensors_hooks(keep, unchanged):
                 outputs = output_tensors(call.module(*args))
         finally:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import minigrad.tensor as mt
-from minigrad import nn
+from minigrad import memory, nn
 from minigrad.checkpoint.budget import budget
 from minigrad.checkpoint.budget_stats import BudgetError
 from minigrad.checkpoint.errors import CheckpointError
@@ -249,3 +249,28 @@ def test_on_a_device_whose_arrays_refuse_numpy():
         assert all(np.array_equal(u, v) for u, v in zip(run_on(model, x, b), reference))
         assert b.stats.rematerializations > 0 and b.stats.high_water <= nbytes
 
+
+
+def test_a_batchnorm_run_again_under_the_budget_counts_each_batch_once():
+    from minigrad.memory.timeline import category_totals
+
+    def make():
+        mt.manual_seed(0)
+        layers = []
+        for _ in range(8):
+            layers += [nn.Linear(64, 64), nn.BatchNorm1d(64), nn.ReLU()]
+        return nn.Sequential(*layers)
+
+    plain, limited = make(), make()
+    x = mt.randn(32, 64)
+    with memory.track() as mem:
+        plain(x).sum().backward()
+    peak = max(row["activation"] for row in category_totals(mem.timeline, mem.baseline_by_category))
+    b = budget(int(0.4 * peak))
+    with b:
+        limited(x).sum().backward()
+    assert b.stats.rematerializations > 0  # some BatchNorm ran again
+    for mine, theirs in zip(limited, plain):
+        if isinstance(mine, nn.BatchNorm1d):
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                assert np.array_equal(getattr(mine, name).numpy(), getattr(theirs, name).numpy()), name
