@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 STAGES = ["minigrad.scalar", "minigrad.tensor", "minigrad.nn", "minigrad.optim", "minigrad.data", "minigrad.gpu",
-          "minigrad.memory", "minigrad.amp", "minigrad.checkpoint", "minigrad.export"]
+          "minigrad.memory", "minigrad.amp", "minigrad.checkpoint", "minigrad.capstone", "minigrad.export"]
 
 READING = "Reading order\n-------------\n"
 EXTENSIONS = "Extensions (not on the reading path)\n------------------------------------\n"
