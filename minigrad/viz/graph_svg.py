@@ -117,6 +117,21 @@ class SVGFigure:
     def _repr_mimebundle_(self, include=None, exclude=None):
         return display_bundle(self.svg, self.width, self.height)
 
+    def scaled(self, factor: float) -> "SVGFigure":
+        """The same drawing ``factor`` times as large (text included): for a projector, ``scaled(1.5)``.
+
+        A new figure; this one is unchanged. Its natural size grows, so where
+        the output is narrower it is still shrunk to fit. ``scaled(1)`` draws
+        the same SVG.
+        """
+        if isinstance(factor, bool) or not isinstance(factor, Real) or not math.isfinite(factor) or factor <= 0:
+            raise ValueError(f"SVGFigure.scaled: factor must be a positive finite number, got {factor!r}; "
+                             f"1.5 draws the figure half as large again")
+        if factor == 1:
+            return SVGFigure(self.body, self.width, self.height)
+        body = _element("g", {"transform": f"scale({float(factor):g})"}, self.body)
+        return SVGFigure(body, self.width * factor, self.height * factor)
+
     def png(self) -> bytes | None:
         """The figure as PNG bytes (None when no rasterizer is installed)."""
         return svg_png(self.svg)

@@ -194,14 +194,14 @@ class MemoryTimeline(WidgetFrame):
 
     def _refresh(self) -> None:  # a matplotlib figure, shown as a PNG image
         figure = self.figure()
-        png = base64.b64encode(figure_png(figure)).decode("ascii")
+        png = base64.b64encode(figure_png(figure, self.zoom)).decode("ascii")
         self._picture.value = (f"<img alt='{html.escape(self.describe())}' style='max-width: 100%' "
                                f"src='data:image/png;base64,{png}'/>")
 
     def _ipython_display_(self) -> None:  # the PNG rides along as it is, not as an SVGFigure's bundle
         from minigrad.viz.widget_display import display_with_png_figure
 
-        display_with_png_figure(lambda: self.widget, self.figure(), repr(self))
+        display_with_png_figure(lambda: self.widget, self.figure(), repr(self), zoom=self.zoom)
 
     def __repr__(self) -> str:
         return f"MemoryTimeline({len(self.events)} events, marked: {self.describe()})"

@@ -177,14 +177,14 @@ class RecomputeTimeline(WidgetFrame):
     def _refresh(self) -> None:  # a matplotlib figure, shown as a PNG image
         with self._moving_controls():
             self._toggle.value = self.view
-        png = base64.b64encode(figure_png(self.figure())).decode("ascii")
+        png = base64.b64encode(figure_png(self.figure(), self.zoom)).decode("ascii")
         self._picture.value = (f"<img alt='{html.escape(self.describe())}' style='max-width: 100%' "
                                f"src='data:image/png;base64,{png}'/>")
 
     def _ipython_display_(self) -> None:  # the pair rides along as a PNG, as MemoryTimeline's figure does
         from minigrad.viz.widget_display import display_with_png_figure
 
-        display_with_png_figure(lambda: self.widget, self.static_figure(), repr(self))
+        display_with_png_figure(lambda: self.widget, self.static_figure(), repr(self), zoom=self.zoom)
 
     def __repr__(self) -> str:
         return f"RecomputeTimeline({len(self.segments)} segments; showing {self.view})"

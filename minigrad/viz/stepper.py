@@ -301,10 +301,10 @@ class BackpropStepper(WidgetFrame):
 
     def _refresh(self) -> None:
         k = self.current_step
-        if self._shown == k:
+        if self._shown == (k, self.zoom):
             return
-        self._shown = k
-        self._picture.value = widget_picture(self.frame(k).svg)
+        self._shown = (k, self.zoom)
+        self._picture.value = widget_picture(self._zoomed(self.frame(k)).svg)
         self._text.value = f"<pre style='margin:4px 0;white-space:pre-wrap'>{html.escape(self.explanation(k))}</pre>"
         self._back.disabled = k == 0
         self._next.disabled = k == self.last_step

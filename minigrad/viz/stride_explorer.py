@@ -707,7 +707,7 @@ class StrideExplorer(WidgetFrame):
         if self.error is not None:
             self._text.value = widget_error(self.error)
             return
-        self._picture.value = widget_picture(self.figure().svg)
+        self._picture.value = widget_picture(self._zoomed(self.figure()).svg)
         self._text.value = (
             "<pre style='margin:4px 0;max-height:16em;overflow:auto'>" + html.escape(self.table()) + "</pre>"
         )

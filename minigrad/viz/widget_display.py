@@ -36,9 +36,9 @@ def display_with_static_figure(get_widget: Callable, static_figure: Callable) ->
     display(bundle, raw=True, metadata=metadata)
 
 
-def display_with_png_figure(get_widget: Callable, figure, text: str) -> None:
-    """As :func:`display_with_static_figure`, for a matplotlib ``figure``: its PNG rides along, ``text`` is the
-    plain-text form."""
+def display_with_png_figure(get_widget: Callable, figure, text: str, zoom: float = 1.0) -> None:
+    """As :func:`display_with_static_figure`, for a matplotlib ``figure``: its PNG (at ``zoom`` times its dpi)
+    rides along, ``text`` is the plain-text form."""
     import base64
 
     from IPython.display import display
@@ -51,7 +51,7 @@ def display_with_png_figure(get_widget: Callable, figure, text: str) -> None:
         display(figure)
         return
     bundle = dict(widget._repr_mimebundle_() or {})
-    bundle["image/png"] = base64.b64encode(figure_png(figure)).decode("ascii")
+    bundle["image/png"] = base64.b64encode(figure_png(figure, zoom)).decode("ascii")
     bundle["text/plain"] = text
     display(bundle, raw=True)
 

@@ -15,13 +15,19 @@ Each widget (the backprop stepper, the stride explorer, the segment map,
   observers setting the state again from half-moved controls;
 - displaying the object shows the widget with ``static_figure()`` (by
   default ``figure()``) riding along, or only the figure without
-  ipywidgets (:func:`~minigrad.viz.widget_display.display_with_static_figure`).
+  ipywidgets (:func:`~minigrad.viz.widget_display.display_with_static_figure`);
+- ``zoomed(factor)`` shows the widget's pictures and its static figure
+  ``factor`` times as large (``SVGFigure.scaled``; a matplotlib picture is
+  drawn at ``factor`` times its dpi), for a projector; the figures
+  ``figure()`` returns keep their size.
 """
 
 from __future__ import annotations
 
 import html
+import math
 from contextlib import contextmanager
+from numbers import Real
 
 from minigrad.viz.widget_display import display_with_static_figure, widget_picture
 
@@ -38,6 +44,7 @@ class WidgetFrame:
 
     _widget = None  # the ipywidgets box, once built
     _syncing = False  # True while _moving_controls() moves the controls to the state
+    zoom = 1.0  # how much larger than figure() the pictures are shown (zoomed())
 
     def static_figure(self):
         """What a front end without widgets shows: the current figure."""
@@ -58,8 +65,22 @@ class WidgetFrame:
             self._refresh()
         return self._widget
 
+    def zoomed(self, factor: float):
+        """Show this widget's pictures ``factor`` times as large from now on (1 is their own size); returns self."""
+        if isinstance(factor, bool) or not isinstance(factor, Real) or not math.isfinite(factor) or factor <= 0:
+            raise ValueError(f"{type(self).__name__}.zoomed: factor must be a positive finite number, got {factor!r}; "
+                             f"1.5 shows the pictures half as large again")
+        self.zoom = float(factor)
+        self._redraw()
+        return self
+
+    def _zoomed(self, figure):
+        """``figure`` (an SVGFigure) as the widget shows it: scaled by ``zoom``. (A widget drawn with matplotlib
+        passes ``zoom`` to ``figure_png`` instead.)"""
+        return figure if self.zoom == 1 else figure.scaled(self.zoom)
+
     def _refresh(self) -> None:
-        self._picture.value = widget_picture(self.figure().svg)
+        self._picture.value = widget_picture(self._zoomed(self.figure()).svg)
 
     def _redraw(self) -> None:
         """Bring the widget up to date with the state, if it has been built."""
@@ -76,4 +97,4 @@ class WidgetFrame:
             self._syncing = False
 
     def _ipython_display_(self) -> None:
-        display_with_static_figure(lambda: self.widget, self.static_figure)
+        display_with_static_figure(lambda: self.widget, lambda: self._zoomed(self.static_figure()))
