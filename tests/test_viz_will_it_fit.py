@@ -45,6 +45,24 @@ def test_every_rectangle_is_proportional_to_its_bytes_on_one_scale():
     assert ">does NOT fit: " in draw_will_it_fit(parts, profile).svg
 
 
+def test_figures_given_one_span_share_one_scale_and_a_short_span_is_widened():
+    profile = get_profile("gtx1050")
+    small, big = {"activation": 100 * MiB}, {"activation": 2500 * MiB}
+    span = 3 * 1024 * MiB
+    for parts in (small, big):
+        rect = next(r for r in byte_rects(draw_will_it_fit(parts, profile, span_bytes=span))
+                    if r["data-category"] == "activation")
+        assert float(rect["width"]) == pytest.approx(int(rect["data-bytes"]) * BAR_WIDTH / span, abs=1e-3)
+    assert draw_will_it_fit(small, profile).svg == draw_will_it_fit(small, profile, span_bytes=None).svg
+    assert draw_will_it_fit(big, profile, span_bytes=1).svg == draw_will_it_fit(big, profile).svg  # widened
+
+
+@pytest.mark.parametrize("span", [0, -5, float("nan"), float("inf"), True, "2 GiB"])
+def test_a_span_that_is_not_a_positive_number_of_bytes_is_refused(span):
+    with pytest.raises(ValueError, match="draw_will_it_fit: span_bytes must be a positive number of bytes"):
+        draw_will_it_fit({"activation": MiB}, "gtx1050", span_bytes=span)
+
+
 def test_the_verdict_flips_just_after_the_largest_batch():
     picker = WillItFit("mnist-cnn", "gtx1050", batch_size=64)
     largest = picker.largest_batch()

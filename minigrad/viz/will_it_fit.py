@@ -82,7 +82,8 @@ def _ticks(span: float) -> list[int]:
 
 
 def draw_will_it_fit(peak_by_category: dict, gpu, title: str = "", max_batch: int | None = None,
-                     reserved: int | None = None, fits: bool | None = None) -> SVGFigure:
+                     reserved: int | None = None, fits: bool | None = None,
+                     span_bytes: int | None = None) -> SVGFigure:
     """The step's peak (by category, after the CUDA context) against ``gpu``'s capacity; the verdict above.
 
     ``peak_by_category``: bytes per category at the step's peak (``Estimate.peak_by_category``);
@@ -90,6 +91,8 @@ def draw_will_it_fit(peak_by_category: dict, gpu, title: str = "", max_batch: in
     ``reserved``: the caching allocator's bytes (``Estimate.reserved``, or its replay on the card): the
     part above the tensors' bytes is drawn as "reserved, unallocated", and the verdict is in reserved
     bytes, as the card decides; ``fits``: the card's answer (``Estimate.fits``), if known.
+    ``span_bytes``: the bytes the bars' axis spans, to draw several figures on one scale (default: 4 % past
+    the larger of the card and the step; a span too short for this figure's bars is widened to that).
     """
     from minigrad.memory.profiles import get_profile
 
@@ -101,6 +104,11 @@ def draw_will_it_fit(peak_by_category: dict, gpu, title: str = "", max_batch: in
     context, capacity = profile.context_bytes, profile.memory_bytes
     held = peak if reserved is None else max(int(reserved), peak)
     span = max(capacity, context + held) * 1.04
+    if span_bytes is not None:
+        if isinstance(span_bytes, bool) or not isinstance(span_bytes, (int, float)) or not span_bytes > 0 \
+                or span_bytes == float("inf"):
+            raise ValueError(f"draw_will_it_fit: span_bytes must be a positive number of bytes, got {span_bytes!r}")
+        span = max(span, float(span_bytes))
     scale = BAR_WIDTH / span
     margin = profile.usable_bytes - held
     fits = margin >= 0 if fits is None else bool(fits)
