@@ -22,6 +22,7 @@ from minigrad.grading.manifest import part_of, parts
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 LINK = re.compile(r"\]\((\.\./[^)\s]+)\)")
+CHAPTER_LINK = re.compile(r"\]\((\d\d_\w+\.ipynb)\)")  # a link from one chapter to another, beside it
 
 
 @pytest.fixture
@@ -181,8 +182,13 @@ def test_every_link_of_a_chapter_opens_a_file_in_the_course_and_in_a_workspace(c
     folder = tmp_path / "ws"
     workspace.sync(folder)
     cells = json.loads(chapter.read_text())["cells"]
-    links = {m for c in cells if c["cell_type"] == "markdown" for m in LINK.findall("".join(c["source"]))}
-    assert any("exercises/" in link for link in links), "a chapter links to its exercise files"
+    text = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    links = set(LINK.findall(text))
+    exercise_files = {f"../exercises/{p.file}" for p in parts() if p.chapter == chapter.name[:2]}
+    assert exercise_files <= links, f"{chapter.name} links to its exercise files {sorted(exercise_files)}"
+    if not exercise_files:  # a chapter without exercises (the tour) links to none
+        assert not any("exercises/" in link for link in links), f"{chapter.name} has no exercises to link to"
+    links |= set(CHAPTER_LINK.findall(text))
     for link in links:
         target = link.split("#")[0]
         assert (ROOT / "chapters" / target).resolve().is_file(), f"{chapter.name}: {link} opens nothing in the course folder"
