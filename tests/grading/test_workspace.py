@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -207,3 +209,14 @@ def test_an_old_workspace_that_linked_the_package_gets_copies(root):
     workspace.sync(root)
     assert not (root / "minigrad").is_symlink() and (root / "minigrad" / "scalar" / "engine.py").is_file()
     assert (ROOT / "minigrad" / "scalar" / "engine.py").stat().st_mode & 0o222, "the library itself stays writable"
+
+
+def test_a_chapter_without_exercises_is_copied_into_the_workspace_and_has_nothing_to_grade(root):
+    tour = ROOT / "chapters" / "00_tour.ipynb"
+    report = workspace.sync(root)
+    assert "chapters/00_tour.ipynb" in report.created
+    assert (root / "chapters" / tour.name).read_bytes() == tour.read_bytes()
+    assert not any(p.chapter == "00" for p in parts()) and not list((root / "exercises").glob("00_*"))
+    run = subprocess.run([sys.executable, "-m", "minigrad.cli", "grade", "00"], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 2 and "no graded exercises for chapter '00'; chapters with exercises: 01" in run.stderr
