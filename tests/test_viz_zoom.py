@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 
 import numpy as np
 import pytest
+from matplotlib.figure import Figure
 
 import minigrad.tensor as mt
 from minigrad import nn
@@ -133,3 +134,11 @@ def test_a_zoomed_matplotlib_timeline_has_more_pixels_of_the_same_drawing(monkey
     monkeypatch.setattr(IPython.display, "display", lambda obj, **kwargs: shown.append(obj))
     timeline._ipython_display_()
     assert width(base64.b64decode(shown[0]["image/png"])) == width(figure_png(timeline.figure(), 2))
+
+
+@pytest.mark.parametrize("zoom", [0, -1.5, float("nan"), float("inf"), True, "2"])
+def test_figure_png_refuses_a_zoom_that_is_not_a_positive_number(zoom):
+    figure = Figure()
+    figure.add_subplot().plot([0, 1])
+    with pytest.raises(ValueError, match="figure_png: zoom must be a positive finite number"):
+        figure_png(figure, zoom)

@@ -26,11 +26,13 @@ def figure_png(figure, zoom: float = 1.0) -> bytes | None:
 
     ``zoom``: drawn at ``zoom`` times the figure's dpi (the same picture, more pixels: larger on screen).
     """
+    if isinstance(zoom, bool) or not isinstance(zoom, (int, float)) or not 0 < zoom < float("inf"):
+        raise ValueError(f"figure_png: zoom must be a positive finite number, got {zoom!r}")
     if not figure.axes and not figure.lines and not figure.texts:
         return None
     buffer = io.BytesIO()
-    dpi = "figure" if zoom == 1 else figure.dpi * zoom
-    figure.savefig(buffer, format="png", bbox_inches="tight", facecolor=figure.get_facecolor(), dpi=dpi)
+    larger = {} if zoom == 1 else {"dpi": figure.dpi * zoom}  # unzoomed: savefig's own dpi, as always
+    figure.savefig(buffer, format="png", bbox_inches="tight", facecolor=figure.get_facecolor(), **larger)
     return buffer.getvalue()
 
 
