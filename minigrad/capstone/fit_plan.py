@@ -24,7 +24,7 @@ peak to the byte, reserved peak to the byte; tests/capstone/test_fit_plan.py).
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -88,6 +88,14 @@ class StepFit:
         parts["reserved beyond allocated"] = max(self.reserved - self.peak, 0)
         return parts
 
+    def judged(self, fits: bool) -> "StepFit":
+        """This step with the verdict ``fits`` (a search deciding for itself: ``estimate_step(judge=False)``)."""
+        if self.usable is None:
+            raise FitPlanError(f"StepFit.judged: {self.label} names no card to fit")
+        reason = "" if fits else (self.reason or f"reserved {format_bytes(self.reserved)} > "
+                                  f"{format_bytes(self.usable)} usable")
+        return replace(self, fits=bool(fits), reason=reason)
+
     def row(self) -> dict:
         """Plain numbers for a table or a widget."""
         return {"configuration": self.label, "micro_batch": self.config.micro_batch, "peak": self.peak,
@@ -119,27 +127,34 @@ def _check_config(function: str, config, model) -> TrainConfig:
     return config
 
 
-def estimate_step(model, input_shape, config: TrainConfig) -> StepFit:
-    """The configured step's memory (see the module docstring); the budget mode is measured, not estimated."""
+def estimate_step(model, input_shape, config: TrainConfig, judge: bool = True) -> StepFit:
+    """The configured step's memory (see the module docstring); the budget mode is measured, not estimated.
+
+    ``judge=False``: the figures without the card's verdict (``fits`` None),
+    for a search that decides for itself (exercise 11.1); a checkpointing
+    plan that could not be made keeps its reason.
+    """
     shape = _check_model("estimate_step", model, input_shape)
     config = _check_config("estimate_step", config, model)
     profile = None if config.card is None else get_profile(config.card)
     usable = None if profile is None else profile.usable_bytes
     if config.checkpoint == "budget":
-        return _measure_budget_mode(model, shape, config)
+        measured = _measure_budget_mode(model, shape, config)
+        return measured if judge else replace(measured, fits=None)
     the_plan = None
     if config.checkpoint == "auto":
         try:
             the_plan = plan(model, shape, card=profile, batch_size=config.micro_batch, optimizer=config.optimizer)
         except ValueError as error:
             unplanned = estimate_step(model, shape, config.but(checkpoint=None))
-            return StepFit(config, unplanned.peak, unplanned.peak_by_category, unplanned.reserved, False, usable,
+            return StepFit(config, unplanned.peak, unplanned.peak_by_category, unplanned.reserved,
+                           False if judge else None, usable,
                            reason="no checkpointing plan fits: " + str(error).split(": ", 1)[-1].split(";")[0],
                            estimate=unplanned.estimate)
     step = recipe(config, None if the_plan is None else the_plan.run)
     result = estimate(model, shape, step.batch, optimizer=step.make_optimizer, checkpoint=step.forward,
                       loss_fn=step.loss_fn, accumulation_steps=step.accumulation_steps)
-    fits = None if profile is None else result.fits(profile)
+    fits = None if profile is None or not judge else result.fits(profile)
     reason = ""
     if fits is False:
         replay = result.replay(profile)
