@@ -32,7 +32,7 @@ import minigrad.tensor as mt
 from minigrad.capstone.config import TrainConfig
 from minigrad.capstone.step_recipe import StepRecipe, recipe
 from minigrad.checkpoint import BudgetError, budget, plan
-from minigrad.memory import CATEGORIES, Estimate, OutOfMemoryError, estimate, format_bytes, get_profile, simulated_gpu, track
+from minigrad.memory import Estimate, OutOfMemoryError, estimate, format_bytes, get_profile, simulated_gpu, track
 from minigrad.memory.estimate import _input_shape
 from minigrad.memory.estimate_recording import BatchMaker, private_copy, training_step
 from minigrad import nn
@@ -262,7 +262,3 @@ def _measure_budget_mode(model, shape, config: TrainConfig) -> StepFit:
     return StepFit(config, run.peak, run.peak_by_category, run.reserved, run.fits, profile.usable_bytes,
                    how="measured", reason=reason)
 
-
-def categories_of(fit: StepFit) -> tuple:
-    """The seven categories of chapter 08, in order (for a table)."""
-    return tuple((name, fit.peak_by_category.get(name, 0)) for name in CATEGORIES)
