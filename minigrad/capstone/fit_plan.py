@@ -30,7 +30,7 @@ import numpy as np
 
 import minigrad.tensor as mt
 from minigrad.capstone.config import TrainConfig
-from minigrad.capstone.step_recipe import StepRecipe, recipe
+from minigrad.capstone.step_recipe import recipe
 from minigrad.checkpoint import BudgetError, budget, plan
 from minigrad.memory import Estimate, OutOfMemoryError, estimate, format_bytes, get_profile, simulated_gpu, track
 from minigrad.memory.estimate import _input_shape
