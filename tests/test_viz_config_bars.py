@@ -32,6 +32,8 @@ def test_bars_sum_to_reserved_and_are_labelled():
     assert "usable 1.73 GiB" in svg and "float16 + accumulate 4 (micro-batch 512)" in svg
     assert svg.count("fits") >= 2
     assert widths(svg, "activations")[1] < widths(svg, "activations")[0]
+    data, _ = draw_config_bars(steps, "gtx1050")._repr_mimebundle_()
+    assert "image/png" in data  # shows before the kernel runs (house style: PNG, digest of the SVG as text)
 
 
 def test_widget_picture_changes_with_each_knob():

@@ -6,8 +6,8 @@ allocated peak split into parameters, gradients, optimizer state,
 activations and other (the batch, temporaries, buffers), then the bytes the
 caching allocator reserves beyond them, up to the reserved peak - the figure
 the card decides on. A dashed line marks the card's usable memory (its
-memory less the CUDA context), labelled; each bar's row says its
-configuration, its reserved bytes and the verdict. One byte scale for the
+memory less the CUDA context), labelled; each bar's row says, on the
+left, its configuration, its reserved bytes and the verdict. One byte scale for the
 figure: every rectangle is ``bytes * scale`` pixels wide.
 
 ``ConfigBars(model, input_shape, batch_size, card)`` is the widget: controls
@@ -77,7 +77,8 @@ def draw_config_bars(steps, card, title: str = "") -> SVGFigure:
     bars = [_parts_of(step) for step in steps]
     labels = [step.label + (f" (micro-batch {step.config.micro_batch})" if step.config.accumulate > 1 else "")
               for step in steps]
-    left = 12 + max(_text_width(label) for label in labels) * 11 / 12 + 12
+    verdict_width = _text_width("reserved 1000.0 MiB: does NOT fit (measured)") * 10 / 12
+    left = 12 + max(verdict_width, *(_text_width(label) * 11 / 12 for label in labels)) + 12
     span = max(usable, *(sum(parts.values()) for parts in bars)) * 1.06
     scale = BAR_WIDTH / span
     body, y = [], 18
@@ -104,7 +105,7 @@ def draw_config_bars(steps, card, title: str = "") -> SVGFigure:
         fits = step.fits if step.fits is not None else step.reserved <= usable
         verdict = f"reserved {_bytes(step.reserved)}: {'fits' if fits else 'does NOT fit'}" + (
             " (measured)" if step.how == "measured" else "")
-        body.append(_text(verdict, left, y_bar + BAR_HEIGHT + 13, size=10, fill=FITS_COLOUR if fits else OVER_COLOUR))
+        body.append(_text(verdict, 12, y_bar + BAR_HEIGHT + 11, size=10, fill=FITS_COLOUR if fits else OVER_COLOUR))
     bottom = top + len(steps) * ROW
     x_usable = left + usable * scale
     body.append(_element("line", {"stroke": USABLE_COLOUR, "stroke-dasharray": "5 3", "stroke-width": 1.5,
