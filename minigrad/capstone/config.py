@@ -11,8 +11,8 @@ update from the same examples, and only memory and time differ.
 planner of chapter 10 picks segments for the card), a whole number N (N
 equal segments) or ``"budget"`` (the budget mode: evict and recompute under
 the card's memory, no plan). ``card``: a GPU profile name
-(``minigrad memory devices``) whose memory the step is simulated against, or
-None for no limit.
+(``minigrad memory devices``) or a ``GPUProfile`` of one's own whose memory
+the step is simulated against, or None for no limit.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass, replace
 
-from minigrad.memory import get_profile
+from minigrad.memory import GPUProfile, get_profile
 
 __all__ = ["TrainConfig", "AMP_DTYPES", "CHECKPOINT_MODES"]
 
@@ -63,8 +63,9 @@ class TrainConfig:
             checkpoint = _whole(checkpoint, "checkpoint (a number of segments)", 1) if not isinstance(checkpoint, str) \
                 else self._bad_checkpoint()
         object.__setattr__(self, "checkpoint", checkpoint)
-        if self.card is not None:
-            object.__setattr__(self, "card", get_profile(self.card).short_name)
+        if self.card is not None:  # a known card by its short name; a GPUProfile of one's own (a scaled card) kept
+            profile = get_profile(self.card)
+            object.__setattr__(self, "card", profile if isinstance(self.card, GPUProfile) else profile.short_name)
         if self.checkpoint in CHECKPOINT_MODES and self.card is None:
             raise ValueError(f"TrainConfig: checkpoint={self.checkpoint!r} plans against a card's memory; "
                              f"name one with card= (e.g. card='gtx1050'), or give a number of segments")

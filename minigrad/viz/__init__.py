@@ -6,6 +6,7 @@ duck-typed attributes and never imports a stage at module level.
 
 from minigrad.viz.autocast_graph import AutocastGraph, draw_autocast_graph, small_mlp_step, trace_autocast
 from minigrad.viz.checkpoint_chain import CheckpointChain, draw_checkpoint_chain
+from minigrad.viz.config_bars import ConfigBars, draw_config_bars
 from minigrad.viz.checkpoint_costs import PlacementCost, deep_mlp, measure_placement, uniform_segments
 from minigrad.viz.conv_pictures import draw_im2col, feature_maps, im2col_indices, plot_feature_maps, plot_filters
 from minigrad.viz.figure_display import show_figures_as_png
@@ -39,4 +40,5 @@ __all__ = [
     "CheckpointChain", "draw_checkpoint_chain", "PlacementCost", "deep_mlp", "measure_placement", "uniform_segments",
     "SegmentSweep", "draw_peak_curve", "draw_segment_sweep", "record_segment_sweep",
     "RecomputeTimeline", "plot_recompute_timelines", "record_step_timeline",
+    "ConfigBars", "draw_config_bars",
 ]

@@ -1158,4 +1158,28 @@ BUGS: list[Bug] = [
         "    kept, ((recompute, _, peak), segments) = min(answers.items(), key=lambda item: item[1][0])\n",
         "only plans that checkpoint something are answers: storing everything, the plan that recomputes nothing, "
         "is never returned, not even on a budget it fits"),
+    # 11.1: fitting_configuration, the search for the first configuration that fits
+    Bug("fitting_compares_allocated_bytes", "11_fitting.py", "11.1",
+        "step.judged(step.reserved <= profile.usable_bytes)", "step.judged(step.peak <= profile.usable_bytes)",
+        "judges a step by its allocated peak (the tensors' bytes) instead of what the card's allocator reserves"),
+    Bug("fitting_ignores_the_cuda_context", "11_fitting.py", "11.1",
+        "step.judged(step.reserved <= profile.usable_bytes)", "step.judged(step.reserved <= profile.memory_bytes)",
+        "compares with the card's whole memory, as if the CUDA context took none of it"),
+    Bug("fitting_strict_at_the_boundary", "11_fitting.py", "11.1",
+        "step.judged(step.reserved <= profile.usable_bytes)", "step.judged(step.reserved < profile.usable_bytes)",
+        "off by one at the boundary: a step that reserves exactly the usable bytes is said not to fit"),
+    Bug("fitting_checkpoints_before_mixed_precision", "11_fitting.py", "11.1",
+        "order = [first, first.but(amp=amp), first.but(amp=amp, checkpoint=checkpoint)]",
+        "order = [first, first.but(checkpoint=checkpoint), first.but(amp=amp, checkpoint=checkpoint)]",
+        "turns the knobs in the wrong order: checkpointing before mixed precision"),
+    Bug("fitting_accumulation_grows_the_batch", "11_fitting.py", "11.1",
+        "first.but(amp=amp, checkpoint=checkpoint, accumulate=k)",
+        "first.but(amp=amp, checkpoint=checkpoint, accumulate=k, batch_size=batch_size * k)",
+        "forgets that accumulation divides the batch: k micro-batches of the whole batch, a k times larger "
+        "effective batch"),
+    Bug("fitting_keeps_going_after_a_fit", "11_fitting.py", "11.1",
+        "        if step.fits:\n            return FitSearch(profile, tuple(tried), step)\n",
+        "        if step.fits and config is order[-1]:\n            return FitSearch(profile, tuple(tried), step)\n"
+        "        if step.fits:\n            chosen = step\n",
+        "does not stop at the first configuration that fits: it tries them all"),
 ]

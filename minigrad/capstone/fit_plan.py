@@ -1,0 +1,264 @@
+"""Will this configuration fit the card? One training step's memory with every knob of a ``TrainConfig`` applied.
+
+``estimate_step(model, input_shape, config)`` is chapter 08's estimate of the
+configured step (:mod:`.step_recipe` makes the step: autocast around the
+forward and the loss, a GradScaler for float16, checkpointed segments, the
+micro-batch accumulated ``accumulate`` times), so its figures are exact in
+the batch size, and its verdict is the card's: the step's allocations
+replayed through the card's caching allocator, in *reserved* bytes
+(:mod:`minigrad.memory.fit`), against the card's usable memory (its memory
+less the CUDA context). ``checkpoint="auto"`` asks chapter 10's planner for
+a plan for the card at the micro-batch (the planner plans a float32 step:
+for float16 or bfloat16 the plan is cautious), then estimates the configured
+step with it. ``checkpoint="budget"`` cannot be estimated ahead: which
+tensors the budget mode evicts depends on the order they are made and used,
+so its step is not one fixed sequence of allocations; it is *measured*, one
+real step on the simulated card (``how == "measured"``).
+
+``tracked_step`` runs one real step of the same configuration on a fresh
+simulated card with the tracker on, so that the chapter can put the
+estimate and the card's figures side by side; they agree exactly (allocated
+peak to the byte, reserved peak to the byte; tests/capstone/test_fit_plan.py).
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+import minigrad.tensor as mt
+from minigrad.capstone.config import TrainConfig
+from minigrad.capstone.step_recipe import recipe
+from minigrad.checkpoint import BudgetError, budget, plan
+from minigrad.memory import Estimate, OutOfMemoryError, estimate, format_bytes, get_profile, simulated_gpu, track
+from minigrad.memory.estimate import _input_shape
+from minigrad.memory.estimate_recording import BatchMaker, private_copy, training_step
+from minigrad import nn
+
+__all__ = ["StepFit", "TrackedStep", "estimate_step", "tracked_step", "FitPlanError", "BAR_CATEGORIES"]
+
+# what a bar shows: the estimate's seven categories folded into five, then the allocator's slack
+BAR_CATEGORIES = ("parameters", "gradients", "optimizer state", "activations", "other")
+_FOLD = {"parameter": "parameters", "gradient": "gradients", "optimizer_state": "optimizer state",
+         "activation": "activations", "temporary": "other", "input": "other", "other": "other"}
+
+
+class FitPlanError(ValueError):
+    """A model, shape or configuration the fit plan cannot estimate; the message says why and what to do."""
+
+
+def fold(peak_by_category: dict) -> dict:
+    """The seven categories of chapter 08 as the five of a bar (temporaries, the batch and buffers are "other")."""
+    out = dict.fromkeys(BAR_CATEGORIES, 0)
+    for name, nbytes in peak_by_category.items():
+        out[_FOLD[name]] += int(nbytes)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class StepFit:
+    """One configuration's step: its allocated peak by category, its reserved peak, and the card's verdict.
+
+    ``fits`` is None without a card. ``how``: ``"estimated"`` (chapter 08's
+    estimate, exact) or ``"measured"`` (the budget mode, one real step).
+    ``reason``: why it does not fit (or could not be planned), else "".
+    """
+
+    config: TrainConfig
+    peak: int
+    peak_by_category: dict
+    reserved: int
+    fits: bool | None
+    usable: int | None
+    how: str = "estimated"
+    reason: str = ""
+    estimate: Estimate | None = field(default=None, repr=False)
+    plan: object = field(default=None, repr=False)
+
+    @property
+    def label(self) -> str:
+        return self.config.label()
+
+    @property
+    def bars(self) -> dict:
+        """The bar's parts: the five categories at the peak, then ``reserved beyond allocated``."""
+        parts = fold(self.peak_by_category)
+        parts["reserved beyond allocated"] = max(self.reserved - self.peak, 0)
+        return parts
+
+    def judged(self, fits: bool) -> "StepFit":
+        """This step with the verdict ``fits`` (a search deciding for itself: ``estimate_step(judge=False)``)."""
+        if self.usable is None:
+            raise FitPlanError(f"StepFit.judged: {self.label} names no card to fit")
+        reason = "" if fits else (self.reason or f"reserved {format_bytes(self.reserved)} > "
+                                  f"{format_bytes(self.usable)} usable")
+        return replace(self, fits=bool(fits), reason=reason)
+
+    def row(self) -> dict:
+        """Plain numbers for a table or a widget."""
+        return {"configuration": self.label, "micro_batch": self.config.micro_batch, "peak": self.peak,
+                "reserved": self.reserved, "fits": self.fits, "how": self.how, "reason": self.reason}
+
+    def __str__(self) -> str:
+        verdict = "" if self.fits is None else ("fits" if self.fits else "does NOT fit")
+        return (f"{self.label:<44} micro-batch {self.config.micro_batch:>5}  allocated {format_bytes(self.peak):>10}"
+                f"  reserved {format_bytes(self.reserved):>10}  {verdict}" + (f" ({self.reason})" if self.reason else ""))
+
+
+def _check_model(function: str, model, input_shape):
+    if not isinstance(model, nn.Module):
+        raise FitPlanError(f"{function}: model must be an nn.Module (an nn.Sequential for checkpointing), got "
+                           f"{type(model).__name__}")
+    try:
+        return _input_shape(input_shape)
+    except (TypeError, ValueError) as error:
+        raise FitPlanError(str(error).replace("estimate:", f"{function}:", 1)) from None
+
+
+def _check_config(function: str, config, model) -> TrainConfig:
+    if not isinstance(config, TrainConfig):
+        raise FitPlanError(f"{function}: config must be a TrainConfig, got {type(config).__name__}; e.g. "
+                           f"TrainConfig(batch_size=256, amp='float16', card='gtx1050')")
+    if config.checkpoint is not None and not isinstance(model, nn.Sequential):
+        raise FitPlanError(f"{function}: checkpoint={config.checkpoint!r} cuts a chain of layers; the model is a "
+                           f"{type(model).__name__}, wrap its layers in nn.Sequential")
+    return config
+
+
+def estimate_step(model, input_shape, config: TrainConfig, judge: bool = True) -> StepFit:
+    """The configured step's memory (see the module docstring); the budget mode is measured, not estimated.
+
+    ``judge=False``: the figures without the card's verdict (``fits`` None),
+    for a search that decides for itself (exercise 11.1); a checkpointing
+    plan that could not be made keeps its reason.
+    """
+    shape = _check_model("estimate_step", model, input_shape)
+    config = _check_config("estimate_step", config, model)
+    profile = None if config.card is None else get_profile(config.card)
+    usable = None if profile is None else profile.usable_bytes
+    if config.checkpoint == "budget":
+        measured = _measure_budget_mode(model, shape, config)
+        return measured if judge else replace(measured, fits=None)
+    the_plan = None
+    if config.checkpoint == "auto":
+        try:
+            the_plan = plan(model, shape, card=profile, batch_size=config.micro_batch, optimizer=config.optimizer)
+        except ValueError as error:
+            unplanned = estimate_step(model, shape, config.but(checkpoint=None))
+            return StepFit(config, unplanned.peak, unplanned.peak_by_category, unplanned.reserved,
+                           False if judge else None, usable,
+                           reason="no checkpointing plan fits: " + str(error).split(": ", 1)[-1].split(";")[0],
+                           estimate=unplanned.estimate)
+    step = recipe(config, None if the_plan is None else the_plan.run)
+    result = estimate(model, shape, step.batch, optimizer=step.make_optimizer, checkpoint=step.forward,
+                      loss_fn=step.loss_fn, accumulation_steps=step.accumulation_steps)
+    fits = None if profile is None or not judge else result.fits(profile)
+    reason = ""
+    if fits is False:
+        replay = result.replay(profile)
+        reason = (f"reserved {format_bytes(result.reserved)} > {format_bytes(usable)} usable"
+                  if result.reserved > usable else
+                  f"no block for {format_bytes(replay.failed_request or 0)} in the {replay.failed_phase}")
+    return StepFit(config, result.peak, result.peak_by_category, result.reserved, fits, usable, estimate=result,
+                   plan=the_plan, reason=reason)
+
+
+# ----------------------------------------------------------------------------- one real step on the card
+
+
+@dataclass(frozen=True)
+class TrackedStep:
+    """What one real step did on the simulated card: the tracker's peak by category, the allocator's peaks."""
+
+    config: TrainConfig
+    fits: bool
+    peak: int  # the tracker's allocated peak (exact bytes; up to the failure if it did not fit)
+    peak_by_category: dict
+    reserved: int  # the card's allocator: the most bytes reserved from the device
+    allocated_blocks: int  # the card's allocator: the most bytes in allocated blocks (rounded to 512)
+    error: str = ""
+
+
+def tracked_step(model, input_shape, config: TrainConfig, card=None, forward=None) -> TrackedStep:
+    """One step of a copy of ``model`` in ``config`` on a fresh simulated card (``card``, else ``config.card``).
+
+    As chapter 08's card check: a warm-up step off the card makes the
+    optimizer's state, then the model and optimizer go on the card and one
+    step (the loop of ``fit``, accumulation included) runs under ``track()``.
+    ``forward``: a callable ``(model, x) -> output`` to run instead of the
+    recipe's (the budget mode passes its own).
+    """
+    shape = _check_model("tracked_step", model, input_shape)
+    config = _check_config("tracked_step", config, model)
+    card = card if card is not None else config.card
+    if card is None:
+        raise FitPlanError("tracked_step: name a card (card='rtx3060' or a TrainConfig with card=...) to run on")
+    profile = get_profile(card)
+    the_plan = None
+    if config.checkpoint == "auto":
+        the_plan = plan(model, shape, card=get_profile(config.card or card), batch_size=config.micro_batch,
+                        optimizer=config.optimizer)
+    step = recipe(config, None if the_plan is None else the_plan.run)
+    run_forward = forward or step.forward
+    parameters = list(model.parameters())
+    device = parameters[0].device if parameters else None
+    del parameters
+    was_enabled = gc.isenabled()
+    gc.collect()
+    error = ""
+    with mt.fork_rng(), np.errstate(all="ignore"):
+        work = private_copy(model, None, "train")
+        make_batch = BatchMaker(shape, next((p.dtype for p in work.parameters()), None), device)
+        optimizer = step.make_optimizer(list(work.parameters()))
+        optimizer.zero_grad(set_to_none=True)
+
+        def classes(micro, output, y):
+            if make_batch.classes is None and isinstance(output, mt.Tensor) and output.ndim == 2:
+                make_batch.classes = int(output.shape[1])
+                y = make_batch(output.shape[0])[1]
+            return y
+
+        training_step(work, optimizer, make_batch, 2, step.loss_fn, step.forward, 1, True, after_forward=classes)
+        gc.disable()
+        fits, gpu, mem = True, simulated_gpu(profile, model=work, optimizer=optimizer), track(work, optimizer)
+        try:
+            with gpu:
+                with mem:
+                    training_step(work, optimizer, make_batch, step.batch, step.loss_fn, run_forward,
+                                  step.accumulation_steps, True)
+        except (OutOfMemoryError, BudgetError) as failure:
+            fits, error = False, str(failure).splitlines()[0]
+        finally:
+            if was_enabled:
+                gc.enable()
+        stats = gpu.stats()
+        del work, optimizer
+    return TrackedStep(config, fits, mem.peak, dict(mem.peak_by_category), stats["reserved_bytes.all.peak"],
+                       stats["allocated_bytes.all.peak"], error)
+
+
+def _measure_budget_mode(model, shape, config: TrainConfig) -> StepFit:
+    """The budget mode's step, measured: saved activations held under what the card leaves once the rest is there.
+
+    The budget: the card's usable bytes less what no eviction frees (the
+    step's bytes other than its saved activations, from the estimate of the
+    same step without checkpointing), at least 1 MiB.
+    """
+    profile = get_profile(config.card)
+    plain = estimate_step(model, shape, config.but(checkpoint=None))
+    rest = plain.peak - plain.estimate.activations
+    held = max(profile.usable_bytes - max(rest, 0) - max(plain.reserved - plain.peak, 0), 2**20)
+
+    step = recipe(config.but(checkpoint=None))
+
+    def under_budget(module, x):
+        with budget(held):
+            return step.forward(module, x)
+
+    run = tracked_step(model, shape, config, card=profile, forward=under_budget)
+    reason = "" if run.fits else run.error
+    return StepFit(config, run.peak, run.peak_by_category, run.reserved, run.fits, profile.usable_bytes,
+                   how="measured", reason=reason)
+
