@@ -147,9 +147,11 @@ class LayerMonitor:
 
     def record_gradients(self) -> None:
         """Record each layer's gradient norm now (after ``backward()``, before the optimizer step) and count a step."""
+        ### BEGIN SOLUTION 11.3 | after backward: for each layer of self.layers (a module and its own parameters, not its children's), append the gradient_norm of those parameters to that layer's list in self.grad_norms; then count the step (self.steps), which the activations recorded from now on carry
         for name, params in self.layers.items():
             self.grad_norms[name].append(gradient_norm(params))
         self.steps += 1
+        ### END SOLUTION
 
     def _remove_hooks(self) -> None:
         """Take off every hook this monitor put on (each once); the model is as it was before entry."""
