@@ -22,7 +22,8 @@ records, for every module that owns parameters itself, the norm
 an optimizer step pre-hook calls it before each ``step()``, so ``fit`` needs
 no change; without one, call it yourself after ``backward()``. A layer none
 of whose parameters has a gradient at that moment (frozen, or unused)
-records None.
+records None. A block that ``checkpoint()`` recomputes in backward runs
+its modules' forwards again: they are recorded again, with the same step.
 
 Invariants
 - Every number is a Python float computed from the arrays (in float64) inside
