@@ -107,7 +107,8 @@ class LayerMonitor:
         try:
             self._register_hooks()
         except BaseException:
-            self._remove_hooks()
+            if self.handles:  # the hooks registered before the error come off again
+                self._remove_hooks()
             self.active = False
             raise
         return self

@@ -142,3 +142,15 @@ def test_a_broken_run_shows_in_the_norms():
             opt.step()
     assert monitor.grad_norms["2"][-1] > 1e3 * monitor.grad_norms["2"][0]
     assert monitor.activations["2"][-1].max_abs > 1e3 * monitor.activations["2"][0].max_abs
+
+
+def test_an_error_while_registering_takes_off_the_hooks_already_on():
+    class RefusingOptimizer:
+        def register_step_pre_hook(self, hook):
+            raise RuntimeError("no hooks here")
+
+    model = _model()
+    monitor = LayerMonitor(model, RefusingOptimizer())
+    with pytest.raises(RuntimeError, match="no hooks here"):
+        monitor.__enter__()
+    assert _hook_count(model) == 0 and not monitor.active and monitor.handles == []
