@@ -104,7 +104,7 @@ precision, checkpointing), which plug in here instead of patching the core:
 
 Debugging:
 
-- ``anomaly.py`` (92 lines): ``detect_anomaly`` names the op where NaN or Inf first appears.
+- ``anomaly.py`` (138 lines): ``detect_anomaly`` names the op, and the line that ran it, where NaN or Inf first appears.
 
 Typical use, as in PyTorch::
 

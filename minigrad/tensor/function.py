@@ -209,6 +209,8 @@ class Function:
             _anomaly.check_forward(cls.__name__, args, out)
         result = _wrap(ctx, out, device, args, record and _GradMode.enabled)
         node = _record(ctx, parents, out, result, args, device) if result._requires_grad else None
+        if _anomaly.enabled and node is not None:  # its backward's error names where the forward ran
+            node.anomaly_site = _anomaly.forward_site()
         for listener in events.op_ran:  # what made which buffer (minigrad.memory listens)
             listener(cls, node, out, device)
         return result

@@ -14,7 +14,9 @@ from minigrad.viz.float_explorer import FloatExplorer, FloatFormat, draw_float_b
 from minigrad.viz.gradient_histogram import GradientHistogram, collect_gradients, draw_gradient_histogram, precision_shares
 from minigrad.viz.graph_layout import LayeredLayout, LayoutEdge, layered_layout
 from minigrad.viz.graph_svg import SVGFigure, draw_graph, draw_legend, graph_nodes, stack_figures
+from minigrad.viz.layer_stats_plot import plot_activation_stats, plot_grad_norms
 from minigrad.viz.layout_picture import draw_layouts, layout_positions, layout_strides
+from minigrad.viz.lr_range_plot import plot_lr_range
 from minigrad.viz.plots import plot_decision_boundary, plot_loss_curve
 from minigrad.viz.recompute_timeline import RecomputeTimeline, plot_recompute_timelines, record_step_timeline
 from minigrad.viz.scaler_run import ScalerRun, draw_scaler_run, record_scaler_run
@@ -41,4 +43,5 @@ __all__ = [
     "SegmentSweep", "draw_peak_curve", "draw_segment_sweep", "record_segment_sweep",
     "RecomputeTimeline", "plot_recompute_timelines", "record_step_timeline",
     "ConfigBars", "draw_config_bars",
+    "plot_grad_norms", "plot_activation_stats", "plot_lr_range",
 ]

@@ -45,3 +45,29 @@ def test_finite_training_step_passes_unchanged():
         loss = (mt.randn(4, 3) @ w).relu().log_softmax(-1).sum()
         loss.backward()
     assert w.grad is not None and np.isfinite(w.grad.cpu().numpy()).all()
+
+
+def _blow_up(x):
+    return x.exp()  # the line the forward site names
+
+
+def test_forward_names_the_line_that_ran_the_op_and_the_callers_line():
+    x = mt.tensor([1.0, 200.0], dtype="float32", requires_grad=True)
+    with detect_anomaly(), pytest.raises(AnomalyError) as info:
+        _blow_up(x)
+    text = str(info.value)
+    assert "Exp turned finite inputs" in text and "1 Inf" in text
+    assert "test_anomaly.py" in text and "in _blow_up: return x.exp()" in text
+    assert "outgrew float32 (largest input magnitude 200)" in text
+
+
+def test_backward_names_the_forward_site_of_its_node():
+    x = mt.tensor([0.0, 1.0], requires_grad=True)
+    with detect_anomaly(), pytest.raises(AnomalyError) as info:
+        y = x.sqrt()  # recorded under detect_anomaly: the node keeps this line
+        y.sum().backward()
+    assert "backward of SqrtBackward" in str(info.value)
+    assert "Its forward was called at" in str(info.value) and "y = x.sqrt()" in str(info.value)
+    y = x.sqrt()  # recorded outside: the error says the site is unknown
+    with detect_anomaly(), pytest.raises(AnomalyError, match="its forward ran outside detect_anomaly"):
+        y.sum().backward()
