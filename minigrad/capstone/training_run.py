@@ -31,7 +31,9 @@ loader's, so that :mod:`.run_state` can save and restore all of it.
 from __future__ import annotations
 
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
+
+import numpy as np
 
 from minigrad.amp import GradScaler, autocast
 from minigrad.capstone.run_history import RunHistory, RunMemory
@@ -49,11 +51,13 @@ AMP_DTYPE = {"float16": float16, "bfloat16": bfloat16}
 class TrainingRun:
     """One training run: model, optimizer, data, configuration, and where it stands (see the module docstring).
 
+    ``scaler``: the GradScaler to use with float16 (default: PyTorch's defaults).
     ``step_count``: optimizer steps taken; ``epoch``: epochs finished;
     ``position``: batches of the current epoch consumed.
     """
 
-    def __init__(self, model, optimizer, train_loader, config, loss_fn, *, scheduler=None, test_loader=None) -> None:
+    def __init__(self, model, optimizer, train_loader, config, loss_fn, *, scheduler=None, test_loader=None,
+                 scaler=None) -> None:
         loader_batch = getattr(train_loader, "batch_size", None)
         if loader_batch != config.batch_size:
             raise ValueError(
@@ -64,7 +68,10 @@ class TrainingRun:
         self.config, self.loss_fn = config, loss_fn
         self.scheduler, self.test_loader = scheduler, test_loader
         self.device_type = next((p.device.type for p in model.parameters()), "cpu")
-        self.scaler = GradScaler(self.device_type, enabled=config.scaled)
+        if scaler is not None and scaler.is_enabled() and not config.scaled:
+            raise ValueError(f"TrainingRun: a GradScaler was given but config.amp={config.amp!r} needs none "
+                             f"(only float16 scales its loss); drop scaler= or use amp='float16'")
+        self.scaler = scaler if scaler is not None else GradScaler(self.device_type, enabled=config.scaled)
         self.forward = CheckpointedForward(model, config)
         self.step_count = self.epoch = self.position = 0
         self.history = RunHistory()
@@ -113,7 +120,8 @@ class TrainingRun:
                 with autocast(self.device_type, dtype=AMP_DTYPE.get(self.config.amp), enabled=self.config.amp is not None):
                     loss = self.loss_fn(self.forward(xs), ys)
                 share = len(xs) / n
-                self.scaler.scale(loss * share if share != 1 else loss).backward()
+                with np.errstate(over="ignore", invalid="ignore") if self.scaler.is_enabled() else nullcontext():
+                    self.scaler.scale(loss * share if share != 1 else loss).backward()  # the scaler checks for inf
                 total += loss.item() * share
         return total
 
@@ -151,9 +159,10 @@ class TrainingRun:
 
     @classmethod
     def resume(cls, path, model, optimizer, train_loader, config, loss_fn, *, scheduler=None,
-               test_loader=None) -> "TrainingRun":
+               test_loader=None, scaler=None) -> "TrainingRun":
         """A run made from these pieces (as when it started) and continued from the checkpoint at ``path``."""
-        run = cls(model, optimizer, train_loader, config, loss_fn, scheduler=scheduler, test_loader=test_loader)
+        run = cls(model, optimizer, train_loader, config, loss_fn, scheduler=scheduler, test_loader=test_loader,
+                  scaler=scaler)
         run.load_state_dict(load_run(path))
         return run
 
