@@ -18,7 +18,9 @@ is checkpointed as :mod:`.step_forward` says; float16 scales the loss with a
 :class:`GradScaler` (an overflowing step is skipped and the scale backed
 off). With ``config.card`` the step runs inside a fresh ``simulated_gpu`` of
 that card and a memory tracker: an out-of-memory error is the card's report,
-and ``memory`` keeps the run's peaks (reserved, allocated, by category). The
+and ``memory`` keeps the run's peaks (reserved, allocated, by category); the
+loader then makes its batches in the step's thread (``prefetch = 0``: the
+card and the tracker count one thread's allocations). The
 scheduler, if any, steps once per optimizer step; at the end of each epoch
 the test loader, if any, is evaluated (``history.epochs``).
 
@@ -30,6 +32,7 @@ loader's, so that :mod:`.run_state` can save and restore all of it.
 
 from __future__ import annotations
 
+import gc
 import time
 from contextlib import ExitStack, nullcontext
 
@@ -72,11 +75,14 @@ class TrainingRun:
             raise ValueError(f"TrainingRun: a GradScaler was given but config.amp={config.amp!r} needs none "
                              f"(only float16 scales its loss); drop scaler= or use amp='float16'")
         self.scaler = scaler if scaler is not None else GradScaler(self.device_type, enabled=config.scaled)
+        if config.card is not None and getattr(train_loader, "prefetch", 0) > 0:
+            train_loader.prefetch = 0  # the card and its tracker count allocations from the step's thread only
         self.forward = CheckpointedForward(model, config)
         self.step_count = self.epoch = self.position = 0
         self.history = RunHistory()
         self.memory = RunMemory()
         self._batches = None  # the loader's iterator over the current epoch
+        self._collected = False
 
     # ------------------------------------------------------------------ one step
 
@@ -91,6 +97,9 @@ class TrainingRun:
         self.forward.prepare(x[: self.config.micro_batch])
         start = time.perf_counter()
         scale = self.scaler.get_scale()
+        if self.config.card is not None and not self._collected:
+            gc.collect()  # garbage of earlier work would be on the card (it counts every live buffer): not this run's
+            self._collected = True
         with ExitStack() as stack:
             if self.config.card is not None:
                 gpu = stack.enter_context(simulated_gpu(self.config.card, model=self.model, optimizer=self.optimizer))
