@@ -449,7 +449,7 @@ def parser() -> argparse.ArgumentParser:
                    help="split each batch into K micro-batches (same update, less memory); K must divide the batch")
     c.add_argument("--resume", metavar="PATH", help="continue a run saved with --save (bitwise as if never stopped)")
     c.add_argument("--save-every", type=_at_least(1), metavar="N", help="save the run to the --save path every N steps")
-    t.set_defaults(run=_train, check=lambda args: _check_train_options(t, args))
+    t.set_defaults(run=_train, validate=lambda args: _check_train_options(t, args))
 
     _add_memory_parser(sub)
     return p
@@ -483,8 +483,8 @@ def main(argv: list[str] | None = None) -> int:
         args.lab_arguments = unknown  # JupyterLab's own options, passed on
     elif unknown:
         command.error(f"unrecognized arguments: {' '.join(unknown)}")
-    if getattr(args, "check", None) is not None:
-        args.check(args)
+    if getattr(args, "validate", None) is not None:  # combinations of options, refused with the parser's usage
+        args.validate(args)
     return args.run(args)
 
 

@@ -8,7 +8,7 @@ from planted_grading import BUGS, ROOT, grade_file, graded_bug
 
 def test_bug_ids_are_unique_and_every_chapter_has_two():
     assert len({b.id for b in BUGS}) == len(BUGS)
-    for number in ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10"):
+    for number in ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11"):
         assert sum(b.file.startswith(number) for b in BUGS) >= 2, number
 
 

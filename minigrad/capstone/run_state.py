@@ -163,6 +163,8 @@ def check_compatible(run, state) -> None:
 
 def restore(run, state: dict) -> None:
     """Put everything ``state`` (checked by :func:`check_compatible`) holds back into ``run``."""
+    run.drop_batches()  # the next step asks the loader for its batches again, from the restored order
+    run.memory = RunMemory.from_state(state["memory"])
     ### BEGIN SOLUTION 11.2 | Every piece the next step reads must come back: the weights, the optimizer's moments (copied in, not shared with the state), the scaler's scale, the schedule, the counters, the data order at the batch where the run stopped (not the epoch's start), every generator's state, and the history.
     run.model.load_state_dict(state["model"])
     run.optimizer.load_state_dict(state["optimizer"]["state"])
@@ -175,8 +177,6 @@ def restore(run, state: dict) -> None:
     set_rng_states(state["rng"])
     run.history = RunHistory.from_state(state["history"])
     ### END SOLUTION
-    run.memory = RunMemory.from_state(state["memory"])
-    run.drop_batches()
 
 
 def load_run_state(run, state: dict) -> None:
