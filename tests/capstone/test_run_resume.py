@@ -71,6 +71,22 @@ def test_a_resumed_run_continues_bitwise_in_the_same_process(name, tmp_path):
         assert 2 < sum(reference.history.skipped) < STEPS - 2 and len(set(reference.history.loss_scales)) > 2
 
 
+@pytest.mark.parametrize("stop", [6, 12])  # at the end of an epoch: the next step starts a new order
+def test_a_run_saved_at_an_epoch_end_continues_bitwise(stop, tmp_path):
+    config, scaler = CONFIGS["float32"]
+    reference = uninterrupted(config, scaler)
+    run = make_run(config)
+    for _ in range(stop):
+        run.step()
+    assert run.position == 0 and run.epoch == stop // 6
+    run.save(tmp_path / "run.npz")
+    resumed = make_run(config)
+    resumed.load_state_dict(load_run(tmp_path / "run.npz"))
+    for _ in range(STEPS - stop):
+        resumed.step()
+    assert_same_run(resumed, reference)
+
+
 def test_a_state_dict_is_a_snapshot_and_can_be_resumed_twice():
     config, scaler = CONFIGS["float16-scaler-accumulate"]
     reference = uninterrupted(config, scaler)
