@@ -7,13 +7,13 @@ stage below it; none imports it.
 
 Reading order
 -------------
-The files that carry the idea, in the order to read them (565 lines in all):
+The files that carry the idea, in the order to read them (571 lines in all):
 
 1. ``config.py`` (103 lines): ``TrainConfig``, the knobs and their invariant
    (the effective batch never changes).
 2. ``step_forward.py`` (82 lines): the forward checkpointed as the config says
    (N segments, chapter 10's plan for the card, or the budget mode).
-3. ``training_run.py`` (180 lines): ``TrainingRun``: one optimizer step of the
+3. ``training_run.py`` (186 lines): ``TrainingRun``: one optimizer step of the
    effective batch - micro-batches, autocast, the loss scaler, on the simulated card.
 4. ``run_state.py`` (200 lines): saving and resuming a run: everything its future
    depends on, checked before it is restored (exercise 11.2).

@@ -89,7 +89,13 @@ class TrainingRun:
     def _next_batch(self):
         if self._batches is None:
             self._batches = iter(self.train_loader)
-        return next(self._batches)
+        try:
+            return next(self._batches)
+        except StopIteration:
+            raise RuntimeError(
+                f"TrainingRun.step: the train loader has no batch left, but the run is at batch {self.position} of "
+                f"{len(self.train_loader)} in its epoch: the run's position and the loader's disagree (restore both "
+                f"from the same state, or iterate the loader only through the run)") from None
 
     def step(self) -> float:
         """One optimizer step on the next batch; returns its loss (a float, also ``history.losses[-1]``)."""

@@ -100,3 +100,13 @@ def test_bad_pieces_are_refused_with_a_fix():
     with pytest.raises(ValueError, match="a GradScaler was given but config.amp=None needs none"):
         TrainingRun(run.model, run.optimizer, run.train_loader, TrainConfig(batch_size=8), run.loss_fn,
                     scaler=GradScaler("cpu"))
+
+
+def test_a_loader_that_runs_dry_before_the_epoch_ends_is_explained():
+    run = make_run()
+    run.step()
+    run.position = 0  # the run believes it is at the epoch's start; the loader has handed out one batch
+    for _ in range(5):
+        run.step()
+    with pytest.raises(RuntimeError, match="no batch left, but the run is at batch 5 of 6 in its epoch"):
+        run.step()

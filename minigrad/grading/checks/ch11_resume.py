@@ -115,9 +115,9 @@ def _describe(s: dict) -> str:
     where = (f"at the end of epoch {s['stop'] // s['batches']}" if s["stop"] % s["batches"] == 0
              else f"after batch {s['stop'] % s['batches']} of epoch {s['stop'] // s['batches'] + 1}")
     return (f"a Linear-ReLU-Dropout(0.3)-Linear MLP (hidden {s['hidden']}), Adam with a cosine schedule, {precision}, "
-            f"{s['examples']} shuffled examples in batches of {s['batch']} ({s['batches']} a epoch, accumulate "
-            f"{s['accumulate']}); state_dict() after {s['stop']} steps ({where}), the run goes on 2 steps, then a "
-            f"new run loads that state and trains {s['more']} more")
+            f"{s['examples']} shuffled examples in batches of {s['batch']} ({s['batches']} an epoch, accumulate "
+            f"{s['accumulate']}); state_dict() after {s['stop']} step{'s' if s['stop'] != 1 else ''} ({where}), the "
+            f"run goes on 2 steps, then a new run loads that state and trains {s['more']} more")
 
 
 def _size(s: dict) -> int:
@@ -126,10 +126,10 @@ def _size(s: dict) -> int:
 
 def _compare(mine: dict, expected: dict, s: dict, which: str, why: str) -> None:
     stop = s["stop"]
-    if mine["losses"][:stop] != expected["losses"][:stop]:
+    if not _same(mine["losses"][:stop], expected["losses"][:stop]):
         raise AssertionError(f"{which}: its history of the first {stop} steps is {_rounded(mine['losses'][:stop])}, "
                              f"expected {_rounded(expected['losses'][:stop])}: the history comes back with the run")
-    step = next((i for i, (a, b) in enumerate(zip(mine["losses"], expected["losses"])) if a != b), None)
+    step = next((i for i, (a, b) in enumerate(zip(mine["losses"], expected["losses"])) if not _same([a], [b])), None)
     if step is not None or len(mine["losses"]) != len(expected["losses"]):
         first = stop if step is None else step
         raise AssertionError(
@@ -146,6 +146,12 @@ def _compare(mine: dict, expected: dict, s: dict, which: str, why: str) -> None:
         if not np.array_equal(a, b):
             raise AssertionError(f"{which}: parameter {index} differs from the uninterrupted run's (largest "
                                  f"difference {float(np.max(np.abs(np.asarray(a) - b))):.3g}): {why}")
+
+
+def _same(a, b) -> bool:
+    """Equal bit for bit as float64 values (a NaN equals a NaN)."""
+    return len(a) == len(b) and np.array_equal(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64),
+                                                equal_nan=True)
 
 
 def _rounded(values) -> list:
