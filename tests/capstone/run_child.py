@@ -2,7 +2,8 @@
 
 ``run_child.py resume CHECKPOINT STEPS OUT CONFIG_JSON SCALER_JSON``: resume the tiny run from CHECKPOINT, take
 STEPS steps, write its losses and parameters to OUT. ``run_child.py save-loop CHECKPOINT HIDDEN``: step and save
-a larger run to CHECKPOINT forever, printing each saved step (the parent kills it with SIGKILL).
+a larger run to CHECKPOINT forever, printing ``saving N`` as each save of step N begins (the parent kills it with
+SIGKILL then, in the middle of that save).
 """
 
 import json
@@ -31,8 +32,8 @@ def save_loop(checkpoint: str, hidden: str) -> None:
     run = make_run(TrainConfig(batch_size=8), hidden=int(hidden), scheduler=False)
     while True:
         run.step()
+        print(f"saving {run.step_count}", flush=True)
         run.save(checkpoint)
-        print(run.step_count, flush=True)
 
 
 if __name__ == "__main__":
