@@ -142,6 +142,9 @@ def _doctor(args) -> int:
     return doctor(as_json=args.json)
 
 
+CAPSTONE_OPTIONS = ("gpu_budget", "amp", "checkpoint", "accumulate", "resume", "save_every")
+
+
 def _train(args) -> int:
     import minigrad.gpu  # noqa: F401  (makes "cuda" a device)
     from minigrad.data import MNISTNotFound
@@ -153,6 +156,8 @@ def _train(args) -> int:
     except DeviceError as err:
         print(f"minigrad train: --device {args.device}: {err}", file=sys.stderr)
         return 2
+    if any(getattr(args, name) is not None for name in CAPSTONE_OPTIONS):
+        return _train_run(args)
     try:
         _, history = train_mnist(
             args.recipe, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
@@ -170,6 +175,72 @@ def _train(args) -> int:
     if args.save:
         print(f"saved model and optimizer state to {args.save}")
     return 0
+
+
+def _train_run(args) -> int:
+    """``minigrad train`` with the capstone's options: a TrainingRun (simulated card, amp, checkpointing, resume)."""
+    from minigrad.capstone import TrainConfig
+    from minigrad.capstone.recipe_run import summary, train_recipe
+    from minigrad.data import MNISTNotFound
+    from minigrad.memory import OutOfMemoryError
+    from minigrad.training import RECIPES
+
+    batch_size = args.batch_size or RECIPES[args.recipe].batch_size
+    try:
+        config = TrainConfig(batch_size=batch_size, amp=args.amp, checkpoint=args.checkpoint,
+                             accumulate=args.accumulate or 1, card=args.gpu_budget)
+    except ValueError as err:  # the combinations are checked by _check_train_options; this is a backstop
+        print(f"minigrad train: {err}", file=sys.stderr)
+        return 2
+    try:
+        run, seconds = train_recipe(args.recipe, config, epochs=args.epochs, lr=args.lr, seed=args.seed,
+                                    data=args.data, subset=args.subset, download=not args.no_download,
+                                    device=args.device, resume=args.resume, save_path=args.save,
+                                    save_every=args.save_every, progress=not args.no_progress)
+    except MNISTNotFound as err:
+        hint = f"or run `minigrad train {args.recipe} --subset` to use the small copy shipped with minigrad"
+        print(f"minigrad train: {err.explain(hint, no_download='--no-download')}", file=sys.stderr)
+        return 2
+    except OutOfMemoryError as err:
+        print(f"minigrad train: the step does not fit the {config.card}:\n{err}", file=sys.stderr)
+        print("try --checkpoint auto, --amp float16 or a larger --accumulate", file=sys.stderr)
+        return 1
+    except (ValueError, OSError) as err:
+        print(f"minigrad train: {err}", file=sys.stderr)
+        return 2
+    print(summary(run, seconds, args.save))
+    return 0
+
+
+def _checkpoint_mode(text: str):
+    if text in ("auto", "budget"):
+        return text
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"{text!r}: use auto (plan for the --gpu-budget card), budget (evict and "
+                                     f"recompute under it) or a number of segments >= 1")
+
+
+def _check_train_options(t, args) -> None:
+    """Combinations argparse cannot refuse by itself, refused with its usage and a fix."""
+    if args.checkpoint in ("auto", "budget") and args.gpu_budget is None:
+        t.error(f"--checkpoint {args.checkpoint} plans against a card's memory: add --gpu-budget PROFILE "
+                "(e.g. --gpu-budget gtx1050), or give a number of segments")
+    if args.save_every is not None and args.save is None:
+        t.error("--save-every N saves the run to the --save path: add --save PATH")
+    if args.resume is not None and not Path(args.resume).is_file():
+        t.error(f"--resume {args.resume}: no such file (a run saved with --save / --save-every)")
+    if args.accumulate is not None:
+        from minigrad.training import RECIPES
+
+        batch = args.batch_size or RECIPES[args.recipe].batch_size
+        if batch % args.accumulate:
+            divisors = [k for k in range(1, min(batch, 64) + 1) if batch % k == 0]
+            t.error(f"--accumulate {args.accumulate} must divide the batch of {batch}"
+                    f"{'' if args.batch_size else ' (the recipe' + chr(39) + 's; set it with --batch-size)'} into "
+                    f"equal micro-batches; try --accumulate in {divisors}")
+    if args.gpu_budget is not None and args.device != "cpu":
+        t.error(f"--gpu-budget simulates a card's memory on the CPU; it does not combine with --device {args.device}")
 
 
 # The names the memory subcommand accepts, kept here so that building the parser imports no stage
@@ -368,7 +439,17 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--save", metavar="PATH", help="save model + optimizer state to PATH (.npz, no pickle)")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--device", default="cpu", help="where to train: cpu (default) or cuda (needs CuPy and an NVIDIA GPU)")
-    t.set_defaults(run=_train)
+    c = t.add_argument_group("training under a budget (chapter 11)")
+    c.add_argument("--gpu-budget", metavar="PROFILE", type=lambda text: _gpu(text).short_name,
+                   help="run every step on a simulated card (`minigrad memory devices` lists them, e.g. gtx1050)")
+    c.add_argument("--amp", choices=["float16", "bfloat16"], help="mixed precision (float16 scales the loss)")
+    c.add_argument("--checkpoint", type=_checkpoint_mode, metavar="auto|N|budget",
+                   help="activation checkpointing: planned for the card, N equal segments, or the budget mode")
+    c.add_argument("--accumulate", type=_at_least(1), metavar="K",
+                   help="split each batch into K micro-batches (same update, less memory); K must divide the batch")
+    c.add_argument("--resume", metavar="PATH", help="continue a run saved with --save (bitwise as if never stopped)")
+    c.add_argument("--save-every", type=_at_least(1), metavar="N", help="save the run to the --save path every N steps")
+    t.set_defaults(run=_train, validate=lambda args: _check_train_options(t, args))
 
     _add_memory_parser(sub)
     return p
@@ -402,6 +483,8 @@ def main(argv: list[str] | None = None) -> int:
         args.lab_arguments = unknown  # JupyterLab's own options, passed on
     elif unknown:
         command.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if getattr(args, "validate", None) is not None:  # combinations of options, refused with the parser's usage
+        args.validate(args)
     return args.run(args)
 
 

@@ -2,12 +2,13 @@
 
 Reading order
 -------------
-The files that carry the chapter's ideas, in the order to read them (518 lines in all):
+The files that carry the chapter's ideas, in the order to read them (579 lines in all):
 
 1. ``dataset.py`` (89 lines): a dataset is ``len()`` plus indexing;
    ``TensorDataset``, ``Subset``, ``random_split``.
-2. ``loader.py`` (119 lines): :class:`DataLoader` — seeded shuffling, batches,
-   ``default_collate``, the next batches prepared in a background thread.
+2. ``loader.py`` (180 lines): :class:`DataLoader` — seeded shuffling, batches,
+   ``default_collate``, the next batches prepared in a background thread,
+   ``state_dict`` to resume mid-epoch in the same order.
 3. ``idx.py`` (60 lines): MNIST's IDX file format: a header, then raw bytes.
 4. ``mnist.py`` (165 lines): :class:`MNIST` — find (or download) the four
    files, check them, serve whole batches by fancy indexing.

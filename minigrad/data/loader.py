@@ -6,10 +6,18 @@ Each epoch draws a fresh permutation from the loader's generator: epochs differ,
 runs repeat. With ``device=`` (``"cuda"``) each batch is copied to that device
 in the worker thread too, so the host-to-device transfer of the next batch
 overlaps the current step.
+
+``state_dict()`` / ``load_state_dict()`` save and restore where the data
+order stands: the generator's state the current epoch's order was drawn
+from, and how many batches of it were handed out. Invariant: after
+``load_state_dict(s)`` the next iteration yields exactly the batches the
+saved loader had still to yield, in order (the order is drawn again from the
+saved state; the batches handed out before are skipped, not fetched).
 """
 
 from __future__ import annotations
 
+import copy
 import queue
 import threading
 
@@ -74,10 +82,39 @@ class DataLoader:
         self.generator = np.random.default_rng(seed)
         self.prefetch = prefetch
         self.device = None if device is None else as_device(device)  # an unusable device fails here, not mid-epoch
+        self._epoch_start = self._generator_state()  # the state the current (or next) epoch's order comes from
+        self._position = 0  # batches of that epoch handed out so far
+        self._resume_at = 0  # batches the next iteration skips (set by load_state_dict only)
 
     def __len__(self) -> int:
         n, b = len(self.dataset), self.batch_size
         return n // b if self.drop_last else -(-n // b)
+
+    def _generator_state(self) -> dict:
+        return copy.deepcopy(self.generator.bit_generator.state)
+
+    def state_dict(self) -> dict:
+        """Where the data order stands: ``{"epoch_start": generator state, "position": batches handed out}``."""
+        if self._resume_at == 0 and self._position == 0:
+            return {"epoch_start": self._generator_state(), "position": 0}
+        return {"epoch_start": copy.deepcopy(self._epoch_start), "position": self._resume_at or self._position}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from :meth:`state_dict`'s result: the next iteration yields the batches it had left."""
+        if not isinstance(state, dict) or set(state) != {"epoch_start", "position"}:
+            got = sorted(state) if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"DataLoader.load_state_dict: expected {{'epoch_start', 'position'}} from "
+                             f"DataLoader.state_dict(), got {got}")
+        position = state["position"]
+        if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position <= len(self):
+            raise ValueError(f"DataLoader.load_state_dict: position={position!r} must be a whole number in "
+                             f"[0, {len(self)}] (batches of one epoch); was it saved for another dataset or batch size?")
+        try:
+            self.generator.bit_generator.state = copy.deepcopy(state["epoch_start"])  # all or nothing
+        except (TypeError, ValueError, KeyError) as err:
+            raise ValueError(f"DataLoader.load_state_dict: epoch_start is not a state of this loader's "
+                             f"{type(self.generator.bit_generator).__name__} generator ({err})") from None
+        self._epoch_start, self._position, self._resume_at = self._generator_state(), 0, position
 
     def _index_batches(self) -> list[np.ndarray]:
         n = len(self.dataset)
@@ -93,7 +130,15 @@ class DataLoader:
         return batch if self.device is None else to_device(batch, self.device)
 
     def __iter__(self):
-        batches = self._index_batches()
+        skip, self._resume_at = self._resume_at, 0
+        self._epoch_start, self._position = self._generator_state(), skip
+        batches = self._index_batches()[skip:]
+        for item in self._batches(batches):
+            self._position += 1
+            yield item
+        self._position = 0
+
+    def _batches(self, batches):
         if self.prefetch <= 0:
             for indices in batches:
                 yield self._fetch(indices)

@@ -67,6 +67,42 @@ def mnist_loaders(batch_size: int, data=None, seed: int = 0, subset: bool = Fals
     )
 
 
+@dataclass(frozen=True)
+class RecipeSetup:
+    """What a recipe trains with: the model, Adam, its cosine schedule (per step), the loaders, the loss."""
+
+    model: nn.Module
+    optimizer: optim.Optimizer
+    scheduler: object
+    train_loader: DataLoader
+    test_loader: DataLoader
+    loss_fn: nn.Module
+    epochs: int
+    batch_size: int
+    lr: float
+
+
+def build_recipe(name: str, epochs=None, batch_size=None, lr=None, seed: int = 0, data=None, subset: bool = False,
+                 download: bool = True, device=None) -> RecipeSetup:
+    """Recipe ``name``'s model, optimizer, schedule and loaders, seeded with ``seed`` (see :func:`train_mnist`)."""
+    if name not in RECIPES:
+        raise ValueError(f"unknown recipe {name!r}; choose one of {', '.join(RECIPES)}")
+    recipe = RECIPES[name]
+    epochs = recipe.epochs if epochs is None else _positive_int("epochs", epochs, recipe.epochs)
+    batch_size = recipe.batch_size if batch_size is None else _positive_int("batch_size", batch_size, recipe.batch_size)
+    lr = recipe.lr if lr is None else _positive_number("lr", lr, recipe.lr)
+    device = None if device is None else as_device(device)  # an unusable device fails before any work
+    manual_seed(seed)
+    model = recipe.build()
+    if device is not None:
+        model.to(device)
+    train_loader, test_loader = mnist_loaders(batch_size, data, seed, subset, download, device)
+    optimizer = optim.Adam(model.parameters(), lr=lr)
+    scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs * len(train_loader))
+    return RecipeSetup(model, optimizer, scheduler, train_loader, test_loader, nn.CrossEntropyLoss(), epochs,
+                       batch_size, lr)
+
+
 def train_mnist(name: str, epochs=None, batch_size=None, lr=None, seed: int = 0, data=None,
                 save_path=None, subset: bool = False, progress: bool = True, download: bool = True, device=None):
     """Train recipe ``name`` with Adam and a cosine schedule; returns ``(model, history)``.
@@ -86,16 +122,10 @@ def train_mnist(name: str, epochs=None, batch_size=None, lr=None, seed: int = 0,
     lr = recipe.lr if lr is None else _positive_number("lr", lr, recipe.lr)
     if save_path is not None:
         check_save_path(save_path)
-    device = None if device is None else as_device(device)  # an unusable device fails before any work
-    manual_seed(seed)
-    model = recipe.build()
-    if device is not None:
-        model.to(device)
-    train_loader, test_loader = mnist_loaders(batch_size, data, seed, subset, download, device)
-    optimizer = optim.Adam(model.parameters(), lr=lr)
-    scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs * len(train_loader))
-    history = fit(model, optimizer, train_loader, nn.CrossEntropyLoss(), epochs,
-                  test_loader=test_loader, scheduler=scheduler, scheduler_per_step=True, progress=progress)
+    setup = build_recipe(name, epochs, batch_size, lr, seed, data, subset, download, device)
+    model, optimizer = setup.model, setup.optimizer
+    history = fit(model, optimizer, setup.train_loader, setup.loss_fn, setup.epochs, test_loader=setup.test_loader,
+                  scheduler=setup.scheduler, scheduler_per_step=True, progress=progress)
     if save_path is not None:
         save({"recipe": name, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
               "test_accuracy": history.last.test_accuracy}, Path(save_path))

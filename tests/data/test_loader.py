@@ -113,3 +113,45 @@ def test_random_shift_is_a_pure_translation():
     image[0, 0, 2, 2] = 1.0
     out = RandomShift(2, seed=4)(image)
     assert out.sum() == 1.0  # the single bright pixel moved, nothing was blurred or lost
+
+
+def _indices(batches):
+    return [b[0].numpy().ravel().tolist() for b in batches]
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_state_dict_resumes_mid_epoch_with_the_same_order(prefetch):
+    data = TensorDataset(tensor(np.arange(20).reshape(20, 1)))
+    reference = DataLoader(data, batch_size=3, shuffle=True, seed=5, prefetch=prefetch)
+    epochs = [_indices(reference), _indices(reference)]
+    loader = DataLoader(data, batch_size=3, shuffle=True, seed=5, prefetch=prefetch)
+    _indices(loader)
+    batches = iter(loader)
+    taken = [next(batches) for _ in range(4)]
+    state = loader.state_dict()
+    assert state["position"] == 4 and _indices(taken) == epochs[1][:4]
+    resumed = DataLoader(data, batch_size=3, shuffle=True, seed=99, prefetch=prefetch)  # another seed: restored
+    resumed.load_state_dict(state)
+    assert resumed.state_dict()["position"] == 4
+    assert _indices(resumed) == epochs[1][4:]  # the rest of the epoch, then the epochs after it as before
+    reference_third = _indices(reference)
+    assert _indices(resumed) == reference_third
+
+
+def test_an_abandoned_iteration_still_starts_a_fresh_epoch():
+    data = TensorDataset(tensor(np.arange(12).reshape(12, 1)))
+    loader = DataLoader(data, batch_size=4, shuffle=True, seed=1, prefetch=0)
+    for _ in loader:
+        break
+    assert len(_indices(loader)) == 3  # a whole epoch, not its remainder: only load_state_dict skips batches
+
+
+def test_a_bad_loader_state_is_refused():
+    loader = DataLoader(TensorDataset(tensor(np.arange(12).reshape(12, 1))), batch_size=4)
+    with pytest.raises(ValueError, match="expected {'epoch_start', 'position'}"):
+        loader.load_state_dict({"position": 1})
+    with pytest.raises(ValueError, match=r"position=7 must be a whole number in \[0, 3\]"):
+        loader.load_state_dict({"epoch_start": loader.state_dict()["epoch_start"], "position": 7})
+    with pytest.raises(ValueError, match="epoch_start is not a state of this loader's PCG64 generator"):
+        loader.load_state_dict({"epoch_start": {"bit_generator": "MT19937"}, "position": 0})
+    assert loader.state_dict()["position"] == 0

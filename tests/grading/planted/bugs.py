@@ -1230,4 +1230,40 @@ BUGS: list[Bug] = [
         "                lambda m, args, output: self._forward_hook(name)(m, args, output)))\n",
         "the hooks are lambdas made in the loop: each looks up the loop variable when it runs and records under "
         "the last module's name"),
+    # 11.2: restore a training run
+    Bug("resume_forgets_the_rng", "11_run_state.py", "11.2",
+        "    set_rng_states(state[\"rng\"])\n", "",
+        "restores everything but the random-number generators: dropout draws other masks after resuming"),
+    Bug("resume_forgets_the_data_position", "11_run_state.py", "11.2",
+        "run.step_count, run.epoch, run.position = counters[\"step\"], counters[\"epoch\"], counters[\"position\"]",
+        "run.step_count, run.epoch = counters[\"step\"], counters[\"epoch\"]",
+        "restores the loader's order but not the run's position in the epoch: the run no longer knows when the "
+        "epoch ends"),
+    Bug("resume_restarts_the_epoch", "11_run_state.py", "11.2",
+        "    run.train_loader.load_state_dict(state[\"data\"][\"order\"])\n",
+        "    run.train_loader.load_state_dict({**state[\"data\"][\"order\"], \"position\": 0})\n",
+        "restores the epoch's order but starts it from its first batch: batches seen before the stop are seen again"),
+    Bug("resume_forgets_the_data_order", "11_run_state.py", "11.2",
+        "    run.train_loader.load_state_dict(state[\"data\"][\"order\"])\n", "",
+        "never restores the loader: the resumed run draws the first epoch's order again"),
+    Bug("resume_forgets_the_scaler", "11_run_state.py", "11.2",
+        "    run.scaler.load_state_dict(state[\"scaler\"])\n", "",
+        "forgets the loss scaler: the resumed float16 run starts from the initial scale and overflows again"),
+    Bug("resume_aliases_the_optimizer_state", "11_run_state.py", "11.2",
+        "    run.optimizer.load_state_dict(state[\"optimizer\"][\"state\"])\n",
+        "    saved = state[\"optimizer\"][\"state\"]\n"
+        "    params = [p for group in run.optimizer.param_groups for p in group[\"params\"]]\n"
+        "    for group, saved_group in zip(run.optimizer.param_groups, saved[\"param_groups\"]):\n"
+        "        group.update({k: v for k, v in saved_group.items() if k != \"params\"})\n"
+        "    for index, moments in saved[\"state\"].items():\n"
+        "        run.optimizer.state[params[index]] = moments\n",
+        "puts the saved optimizer state in by reference: training updates the state's own tensors, so a second "
+        "resume from it starts from moments of the future"),
+    Bug("resume_forgets_the_schedule", "11_run_state.py", "11.2",
+        "    if run.scheduler is not None:\n        run.scheduler.load_state_dict(copy.deepcopy(state[\"scheduler\"][\"state\"]))\n",
+        "",
+        "forgets the learning-rate schedule: the resumed run starts the cosine from its top again"),
+    Bug("resume_forgets_the_history", "11_run_state.py", "11.2",
+        "    run.history = RunHistory.from_state(state[\"history\"])\n", "",
+        "forgets the history: the resumed run's losses start over as if it had taken no step"),
 ]
