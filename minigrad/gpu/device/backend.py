@@ -111,11 +111,11 @@ def register_cuda() -> None:
     if _registered:
         return
     if _failure is not None:
-        raise _failure
+        raise CudaUnavailableError(*_failure.args)  # a fresh one: a raised error holds its caller's frames
     try:
         cupy = _import_cupy()
     except CudaUnavailableError as err:
-        _failure = err
+        _failure = CudaUnavailableError(*err.args)  # the reason, without the traceback of this first caller
         raise
     from minigrad.gpu.device import backend_ops
 
