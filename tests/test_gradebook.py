@@ -76,7 +76,10 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 
 
 def _grading_processes(root: Path) -> list[int]:
-    """Processes still running that are this process's children, or whose command line names ``root``."""
+    """Processes still running that are this process's children, or whose command line names ``root``.
+
+    Not counted: multiprocessing's resource tracker (the gradebook's grading processes start it, once per process).
+    """
     try:
         import psutil
     except ImportError:
@@ -90,7 +93,15 @@ def _grading_processes(root: Path) -> list[int]:
                 found.add(int(entry.name))
         except OSError:
             continue
-    return sorted(found - {os.getpid()})
+    return sorted(pid for pid in found - {os.getpid()} if not _is_resource_tracker(pid))
+
+
+def _is_resource_tracker(pid: int) -> bool:
+    """The standard library's helper that a process using multiprocessing starts once, and that ends with it."""
+    try:
+        return b"multiprocessing.resource_tracker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 @pytest.fixture(scope="module")
@@ -285,3 +296,21 @@ def test_the_command_writes_the_gradebook_and_prints_the_summary(tmp_path, monke
     assert "graded 1 student on chapter 08" in out and "wrote gb.csv" in out
     assert (tmp_path / "gb.csv").read_text().splitlines()[1].startswith("ann,0,0,0,0,0,0,0,0,")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gb.csv", "subs"]  # no temporary file left beside it
+
+
+def test_a_mode_of_the_teachers_process_or_of_another_student_never_reaches_a_students_checks(tmp_path):
+    """The checks compute their references with the library, whose modes (grad mode...) are process-wide.
+
+    Graded in threads of one process, two students switched them under each other (a class of 40 correct
+    chapter-04 files graded with --jobs 2 lost points on exercise 4.5 for 7 students): each student is now
+    graded in a process of their own, which starts with none of this process's modes.
+    """
+    from minigrad.tensor import no_grad
+
+    subs = tmp_path / "submissions"
+    for student in ("ann", "ben"):
+        (subs / student).mkdir(parents=True)
+        (subs / student / "04_backward.py").write_text(_solution("04_backward.py"))
+    with no_grad():  # in threads, every reference gradient of the checks would fail here
+        book = gradebook.grade_all(subs, ["04"], jobs=2, timeout=30.0, seed=SEED)
+    assert [(g.student, g.scores["4.5"]) for g in book.students] == [("ann", 5.0), ("ben", 5.0)]

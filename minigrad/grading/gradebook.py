@@ -7,16 +7,19 @@ The folder holds, in either layout (they may be mixed)::
         bob__05_linear.py        or one file per student and exercise file: <student>__<NN_name>.py
 
 Each exercise file is graded as ``minigrad grade`` grades one file
-(:func:`minigrad.grading.runner.grade_part`): the checks run in this process,
-the submission in one sandboxed child per exercise, never here. One seed
-serves the whole batch, so every student gets the same inputs.
+(:func:`minigrad.grading.runner.grade_part`): the checks run in a grading
+process, the submission in one sandboxed child per exercise, never there. One
+seed serves the whole batch, so every student gets the same inputs.
 
 Invariants
 - A bad submission (a syntax error, an infinite loop, a refused import, a file
   that is not an exercise file) costs only its own points; the batch goes on.
 - The maximum points come from the manifest; a missing or refused file scores 0.
 - The results do not depend on ``jobs``: students are graded independently,
-  with the same seed, and listed by name.
+  each in a grading process of their own (the checks compute references with the
+  library, whose modes, such as grad mode, are process-wide: two students graded
+  in threads of one process would switch them under each other), with the same
+  seed, and listed by name.
 - The only file written is the CSV, atomically (a temporary file, then a rename).
 - Text that comes from a submission (an error message) is shown with its
   control characters replaced, and no CSV cell starts with a formula sign.
@@ -27,11 +30,12 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import multiprocessing
 import os
 import random
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -245,10 +249,9 @@ def grade_all(
 ) -> Gradebook:
     """Grade every student in ``folder`` on ``chapter_numbers``, ``jobs`` students at a time.
 
-    The students' grading runs in threads: the work is in the sandboxed
-    children, this process mostly waits for their answers.
-    ``progress`` is called with each student's grades as they are done (in
-    the order they finish).
+    Each student is graded in a process of their own (the module docstring says
+    why), ``jobs`` at a time. ``progress`` is called here with each student's
+    grades as they are done (in the order they finish).
     """
     check_limits(timeout, memory_mb)
     jobs = default_jobs() if jobs is None else jobs
@@ -262,14 +265,14 @@ def grade_all(
     seed = random.SystemRandom().randrange(2**32) if seed is None else seed
     selected_parts = [p for c in selected for p in c.parts]
 
-    def one(submission: Submission) -> StudentGrades:
-        grades = grade_student(submission, selected_parts, timeout=timeout, memory_mb=memory_mb, seed=seed)
-        if progress is not None:
-            progress(grades)
-        return grades
-
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        students = list(pool.map(one, submissions))
+    # "spawn": a fresh interpreter per grading process, never a fork of this one's state (or its threads)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending = [pool.submit(grade_student, submission, selected_parts, timeout=timeout, memory_mb=memory_mb, seed=seed)
+                   for submission in submissions]
+        for future in as_completed(pending):
+            if progress is not None:
+                progress(future.result())
+        students = [future.result() for future in pending]
     return Gradebook(selected, students, unassigned, seed, jobs, time.monotonic() - start)
 
 
