@@ -114,12 +114,6 @@ def train_mnist(name: str, epochs=None, batch_size=None, lr=None, seed: int = 0,
     training (a folder, a missing folder or one without write permission is
     an error up front), so that a long run never ends unable to save.
     """
-    if name not in RECIPES:
-        raise ValueError(f"unknown recipe {name!r}; choose one of {', '.join(RECIPES)}")
-    recipe = RECIPES[name]
-    epochs = recipe.epochs if epochs is None else _positive_int("epochs", epochs, recipe.epochs)
-    batch_size = recipe.batch_size if batch_size is None else _positive_int("batch_size", batch_size, recipe.batch_size)
-    lr = recipe.lr if lr is None else _positive_number("lr", lr, recipe.lr)
     if save_path is not None:
         check_save_path(save_path)
     setup = build_recipe(name, epochs, batch_size, lr, seed, data, subset, download, device)
