@@ -82,7 +82,8 @@ def test_the_verdict_and_the_bar_are_the_cards():
     # float32 at batch 2048 reserves 26 MiB on a card big enough; a 24 MiB card runs it (it empties its cache and
     # retries): the bar ends at the card's reserved peak and says it fits, the unjudged step's figure notwithstanding
     mt.manual_seed(0)
-    wide = nn.Sequential(nn.Flatten(), nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
+    wide = nn.Sequential(nn.Flatten(), nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
+                         nn.Linear(256, 10))
     base = get_profile("gtx1050")
     card = replace(base, name="test card", short_name="testcard", memory_bytes=base.context_bytes + (24 << 20))
     unjudged = estimate_step(wide, (1, 8, 8), TrainConfig(2048, card=card), judge=False)

@@ -116,7 +116,8 @@ class StepFit:
             if self.how == "measured" and card != get_profile(self.config.card):
                 raise FitPlanError(f"StepFit.fits_card: {self.label} was measured on the "
                                    f"{get_profile(self.config.card).name}, "
-                                   f"not the {card.name}; measure it there (estimate_step with card={card.short_name!r})")
+                                   f"not the {card.name}; measure it there (estimate_step with "
+                                   f"card={card.short_name!r})")
             return self.known
         return self.estimate.fits(card)
 

@@ -88,7 +88,8 @@ def _nothing_fits(search: FitSearch) -> NothingFits:
     return NothingFits(
         f"fitting_configuration: no configuration of {len(search.tried)} tried fits the {search.card.name} "
         f"({format_bytes(usable)} usable); the last, {last.label} (micro-batch {last.config.micro_batch}), needs "
-        f"{format_bytes(last.reserved)} reserved on a card big enough, allocated at its peak: {split}. Try {hint}", search)
+        f"{format_bytes(last.reserved)} reserved on a card big enough, allocated at its peak: {split}. Try {hint}",
+        search)
 
 
 def fitting_configuration(model, input_shape, batch_size: int, card, amp: str = "float16", checkpoint="auto",

@@ -79,7 +79,8 @@ def test_verdict_is_in_reserved_bytes_against_the_usable_memory():
 
 def retry_mlp():
     mt.manual_seed(0)
-    return nn.Sequential(nn.Flatten(), nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
+    return nn.Sequential(nn.Flatten(), nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
+                         nn.Linear(256, 10))
 
 
 def test_a_full_card_empties_its_cache_and_runs_what_an_unbounded_one_would_reserve_more_for():
