@@ -3,10 +3,12 @@ and the accuracy of the configuration that fits against the unconstrained float3
 
     python benchmarks/capstone.py [--epochs 2] [--scale 32] [--skip-full-step]
 
-Part 1 (full size). Each configuration of chapter 11's search - float32, float16, + 4 checkpointed segments,
-+ accumulate 2 - is estimated (chapter 08's estimate, reserved bytes through the card's allocator), then one
-real step of it runs on a fresh simulated GTX 1050 (``tracked_step``): the ones that do not fit stop with the
-card's out-of-memory error, the one that fits reports its tracked and reserved peaks. A step at this batch
+Part 1 (full size). Each configuration chapter 11's search tries - float32, float16, + 4 checkpointed
+segments, then accumulation, up to the first the card runs - is estimated (chapter 08's estimate, its step
+replayed through the card's allocator, which empties its cache and retries when full: a fitting step's
+reserved peak is the card's, one that does not fit shows what it would reserve on a card big enough), then
+one real step of it runs on a fresh simulated GTX 1050 (``tracked_step``): the ones that do not fit stop with
+the card's out-of-memory error, the one that fits reports its tracked and reserved peaks. A step at this batch
 takes tens of seconds on a CPU, which is why the chapter estimates it and this script runs it.
 
 Part 2 (accuracy). Training 16,384-example steps on a CPU for epochs is hours, so both runs are scaled down

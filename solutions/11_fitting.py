@@ -18,11 +18,15 @@ The order (cheapest first, in what each costs the training):
    badly.
 
 Each knob is added to the ones before (it never turns one back). A
-configuration fits when the card says so: its step's allocations replayed
-through the card's caching allocator, in *reserved* bytes, within the card's
-usable memory - its memory less the CUDA context (:mod:`.fit_plan`). The
-first that fits is the answer; every configuration tried is kept, with its
-figures, for the table.
+configuration fits when the card says so (``StepFit.fits_card``): its step's
+allocations replayed through the card's caching allocator with the card's
+capacity, its usable memory - its memory less the CUDA context
+(:mod:`.fit_plan`). A full card empties its cache and retries before it
+gives up, so the reserved peak on a card big enough (``Estimate.reserved``)
+within the usable memory is sufficient, not necessary: judged by it, the
+search would pass over configurations the card runs. The first that fits is
+the answer; every configuration tried is kept, with its figures (a fitting
+step's reserved peak as the card sees it), for the table.
 
 Invariant: ``FitSearch.chosen`` fits and no configuration before it in the
 order does; when none fits, :class:`NothingFits` says what takes the memory
@@ -86,8 +90,9 @@ def _nothing_fits(search: FitSearch) -> NothingFits:
             "(optimizer='sgd') or a bigger card")
     return NothingFits(
         f"fitting_configuration: no configuration of {len(search.tried)} tried fits the {search.card.name} "
-        f"({format_bytes(usable)} usable); the last, {last.label} (micro-batch {last.config.micro_batch}), reserves "
-        f"{format_bytes(last.reserved)}, allocated at its peak: {split}. Try {hint}", search)
+        f"({format_bytes(usable)} usable); the last, {last.label} (micro-batch {last.config.micro_batch}), needs "
+        f"{format_bytes(last.reserved)} reserved on a card big enough, allocated at its peak: {split}. Try {hint}",
+        search)
 
 
 def fitting_configuration(model, input_shape, batch_size: int, card, amp: str = "float16", checkpoint="auto",
@@ -107,7 +112,7 @@ def fitting_configuration(model, input_shape, batch_size: int, card, amp: str = 
     tried = []
     for config in order:
         step = estimate_step(model, input_shape, config, judge=False)
-        step = step.judged(step.reserved <= profile.usable_bytes)
+        step = step.judged(step.fits_card(profile))
         tried.append(step)
         if step.fits:
             return FitSearch(profile, tuple(tried), step)

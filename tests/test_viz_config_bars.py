@@ -1,6 +1,7 @@
 """The capstone's configuration bars: the picture follows the knobs, is labelled, and bad input is explained."""
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -8,6 +9,7 @@ import minigrad.tensor as mt
 from minigrad import nn
 from minigrad.capstone.config import TrainConfig
 from minigrad.capstone.fit_plan import estimate_step
+from minigrad.memory import get_profile
 from minigrad.viz.config_bars import CONTROL_DESCRIPTIONS, PART_COLOURS, ConfigBars, draw_config_bars
 
 
@@ -74,3 +76,19 @@ def test_bad_input_is_explained():
         bars.set(dtype="float16")
     with pytest.raises(ValueError, match="amp"):
         bars.set(amp="float8")
+
+
+def test_the_verdict_and_the_bar_are_the_cards():
+    # float32 at batch 2048 reserves 26 MiB on a card big enough; a 24 MiB card runs it (it empties its cache and
+    # retries): the bar ends at the card's reserved peak and says it fits, the unjudged step's figure notwithstanding
+    mt.manual_seed(0)
+    wide = nn.Sequential(nn.Flatten(), nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
+                         nn.Linear(256, 10))
+    base = get_profile("gtx1050")
+    card = replace(base, name="test card", short_name="testcard", memory_bytes=base.context_bytes + (24 << 20))
+    unjudged = estimate_step(wide, (1, 8, 8), TrainConfig(2048, card=card), judge=False)
+    assert unjudged.reserved == 26 << 20
+    svg = draw_config_bars([unjudged], card).svg
+    assert "reserved 24.0 MiB: fits" in svg and "26.0 MiB" not in svg
+    short = replace(card, memory_bytes=card.memory_bytes - 1)
+    assert "reserved 26.0 MiB: does NOT fit" in draw_config_bars([unjudged], short).svg

@@ -2,22 +2,23 @@
 
 A :class:`TrainConfig` names one way to train (precision, checkpointing,
 accumulation, the simulated card); :func:`estimate_step` says whether its
-step fits a card, in reserved bytes, and :func:`fitting_configuration` turns
+step fits a card (its allocations replayed through the card's caching
+allocator, which empties its cache and retries when full), and :func:`fitting_configuration` turns
 the knobs one at a time until one does; a :class:`TrainingRun` trains a
 model that way, step by step, and saves and resumes bitwise. This package
 imports every stage below it; none imports it.
 
 Reading order
 -------------
-The files that carry the idea, in the order to read them (1,091 lines in all):
+The files that carry the idea, in the order to read them (1,150 lines in all):
 
 1. ``config.py`` (104 lines): ``TrainConfig``, the knobs and their invariant
    (the effective batch never changes).
 2. ``step_recipe.py`` (138 lines): a configuration's step as the forward, loss and
    optimizer chapter 08's estimate runs (autocast, GradScaler, checkpointed segments, micro-batches).
-3. ``fit_plan.py`` (264 lines): ``estimate_step``: the step's allocated and reserved peaks and
+3. ``fit_plan.py`` (321 lines): ``estimate_step``: the step's allocated and reserved peaks and
    the card's verdict; ``tracked_step``: one real step on the simulated card beside it.
-4. ``fitting.py`` (114 lines): ``fitting_configuration``: the knobs turned one at a time until
+4. ``fitting.py`` (119 lines): ``fitting_configuration``: the knobs turned one at a time until
    a step fits (exercise 11.1).
 5. ``step_forward.py`` (82 lines): the forward checkpointed as the config says
    (N segments, chapter 10's plan for the card, or the budget mode).

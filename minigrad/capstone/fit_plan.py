@@ -4,10 +4,14 @@
 configured step (:mod:`.step_recipe` makes the step: autocast around the
 forward and the loss, a GradScaler for float16, checkpointed segments, the
 micro-batch accumulated ``accumulate`` times), so its figures are exact in
-the batch size, and its verdict is the card's: the step's allocations
-replayed through the card's caching allocator, in *reserved* bytes
-(:mod:`minigrad.memory.fit`), against the card's usable memory (its memory
-less the CUDA context). ``checkpoint="auto"`` asks chapter 10's planner for
+the batch size, and its verdict is the card's (``Estimate.fits``): the
+step's allocations replayed through the card's caching allocator with the
+card's capacity, its usable memory (its memory less the CUDA context)
+(:mod:`minigrad.memory.fit`). A full card empties its cache - hands its
+free segments back - and retries before it gives up, so a step can run on a
+card smaller than the reserved peak it reaches on a card big enough
+(``Estimate.reserved``): that peak within the usable memory is sufficient,
+not necessary. ``checkpoint="auto"`` asks chapter 10's planner for
 a plan for the card at the micro-batch (the planner plans a float32 step:
 for float16 or bfloat16 the plan is cautious), then estimates the configured
 step with it. ``checkpoint="budget"`` cannot be estimated ahead: which
@@ -61,9 +65,16 @@ def fold(peak_by_category: dict) -> dict:
 class StepFit:
     """One configuration's step: its allocated peak by category, its reserved peak, and the card's verdict.
 
-    ``fits`` is None without a card. ``how``: ``"estimated"`` (chapter 08's
-    estimate, exact) or ``"measured"`` (the budget mode, one real step).
-    ``reason``: why it does not fit (or could not be planned), else "".
+    ``fits`` is None without a card or unjudged (``estimate_step(judge=False)``).
+    ``reserved``: the allocator's peak on the card when the step fits it (the
+    replay through the card's allocator, retry included: at most ``usable``);
+    otherwise - unjudged, or not fitting - its peak on a card big enough,
+    what the step would reserve if nothing made it empty its cache.
+    ``how``: ``"estimated"`` (chapter 08's estimate, exact) or ``"measured"``
+    (the budget mode, one real step). ``reason``: why it does not fit (or
+    could not be planned), else "". ``known``: the card's verdict where no
+    replay can give it (a measured step's run, False for a configuration no
+    plan could be made for), else None.
     """
 
     config: TrainConfig
@@ -76,6 +87,7 @@ class StepFit:
     reason: str = ""
     estimate: Estimate | None = field(default=None, repr=False)
     plan: object = field(default=None, repr=False)
+    known: bool | None = field(default=None, repr=False)
 
     @property
     def label(self) -> str:
@@ -88,13 +100,44 @@ class StepFit:
         parts["reserved beyond allocated"] = max(self.reserved - self.peak, 0)
         return parts
 
+    def fits_card(self, profile=None) -> bool:
+        """Whether ``profile``'s card (default: the configuration's) runs this step: the card's verdict.
+
+        The step's allocations replayed through the card's caching allocator
+        with the card's capacity (``Estimate.fits``): when a request finds no
+        free block and no room for a new segment, the card empties its cache
+        and retries, so the step may run although ``reserved`` on a card big
+        enough is above ``usable``.
+        """
+        if profile is None and self.config.card is None:
+            raise FitPlanError(f"StepFit.fits_card: {self.label} names no card; pass one, e.g. fits_card('gtx1050')")
+        card = get_profile(self.config.card if profile is None else profile)
+        if self.known is not None:
+            if self.how == "measured" and card != get_profile(self.config.card):
+                raise FitPlanError(f"StepFit.fits_card: {self.label} was measured on the "
+                                   f"{get_profile(self.config.card).name}, "
+                                   f"not the {card.name}; measure it there (estimate_step with "
+                                   f"card={card.short_name!r})")
+            return self.known
+        return self.estimate.fits(card)
+
     def judged(self, fits: bool) -> "StepFit":
-        """This step with the verdict ``fits`` (a search deciding for itself: ``estimate_step(judge=False)``)."""
+        """This step with the verdict ``fits`` (a search deciding for itself: ``estimate_step(judge=False)``).
+
+        A step judged to fit that the card runs shows its reserved peak on the
+        card; any other keeps its peak on a card big enough.
+        """
         if self.usable is None:
             raise FitPlanError(f"StepFit.judged: {self.label} names no card to fit")
-        reason = "" if fits else (self.reason or f"reserved {format_bytes(self.reserved)} > "
-                                  f"{format_bytes(self.usable)} usable")
-        return replace(self, fits=bool(fits), reason=reason)
+        reserved, reason = self.reserved, ""
+        if self.estimate is not None and self.known is None:
+            card_fits, on_card, why = _on_card(self.estimate, get_profile(self.config.card))
+            reserved = on_card if fits and card_fits else self.reserved
+            reason = why if not card_fits else ""
+        if not fits:
+            reason = self.reason or reason or (f"reserved {format_bytes(self.reserved)} > "
+                                               f"{format_bytes(self.usable)} usable")
+        return replace(self, fits=bool(fits), reserved=reserved, reason="" if fits else reason)
 
     def row(self) -> dict:
         """Plain numbers for a table or a widget."""
@@ -127,12 +170,32 @@ def _check_config(function: str, config, model) -> TrainConfig:
     return config
 
 
+def _on_card(result: Estimate, profile) -> tuple[bool, int, str]:
+    """The card's verdict on an estimated step, the reserved peak it would see, and why not when it does not fit.
+
+    Fitting: the replay's peak on the card. Not fitting: the peak on a card
+    big enough (what the step needs), and where the card's replay failed.
+    """
+    if result.fits(profile):
+        return True, result.replay(profile).peak_reserved, ""
+    usable = profile.usable_bytes
+    if result.peak > usable:
+        return False, result.reserved, f"allocated {format_bytes(result.peak)} > {format_bytes(usable)} usable"
+    failed = result.replay(profile)
+    phase = failed.failed_phase or "step"
+    return False, result.reserved, (f"no block for {format_bytes(failed.failed_request or 0)} in "
+                                    f"{'' if phase.startswith('the ') else 'the '}{phase}, even after emptying "
+                                    f"the cache")
+
+
 def estimate_step(model, input_shape, config: TrainConfig, judge: bool = True) -> StepFit:
     """The configured step's memory (see the module docstring); the budget mode is measured, not estimated.
 
-    ``judge=False``: the figures without the card's verdict (``fits`` None),
-    for a search that decides for itself (exercise 11.1); a checkpointing
-    plan that could not be made keeps its reason.
+    ``judge=False``: the figures without the card's verdict (``fits`` None,
+    ``reserved`` on a card big enough), for a search that decides for itself
+    (exercise 11.1: ``step.judged(...)``, the card's answer being
+    ``step.fits_card()``); a checkpointing plan that could not be made keeps
+    its reason.
     """
     shape = _check_model("estimate_step", model, input_shape)
     config = _check_config("estimate_step", config, model)
@@ -140,29 +203,23 @@ def estimate_step(model, input_shape, config: TrainConfig, judge: bool = True) -
     usable = None if profile is None else profile.usable_bytes
     if config.checkpoint == "budget":
         measured = _measure_budget_mode(model, shape, config)
-        return measured if judge else replace(measured, fits=None)
+        return measured if judge else replace(measured, fits=None, known=measured.fits)
     the_plan = None
     if config.checkpoint == "auto":
         try:
             the_plan = plan(model, shape, card=profile, batch_size=config.micro_batch, optimizer=config.optimizer)
         except ValueError as error:
             unplanned = estimate_step(model, shape, config.but(checkpoint=None))
-            return StepFit(config, unplanned.peak, unplanned.peak_by_category, unplanned.reserved,
+            return StepFit(config, unplanned.peak, unplanned.peak_by_category, unplanned.estimate.reserved,
                            False if judge else None, usable,
                            reason="no checkpointing plan fits: " + str(error).split(": ", 1)[-1].split(";")[0],
-                           estimate=unplanned.estimate)
+                           estimate=unplanned.estimate, known=False)
     step = recipe(config, None if the_plan is None else the_plan.run)
     result = estimate(model, shape, step.batch, optimizer=step.make_optimizer, checkpoint=step.forward,
                       loss_fn=step.loss_fn, accumulation_steps=step.accumulation_steps)
-    fits = None if profile is None or not judge else result.fits(profile)
-    reason = ""
-    if fits is False:
-        replay = result.replay(profile)
-        reason = (f"reserved {format_bytes(result.reserved)} > {format_bytes(usable)} usable"
-                  if result.reserved > usable else
-                  f"no block for {format_bytes(replay.failed_request or 0)} in the {replay.failed_phase}")
-    return StepFit(config, result.peak, result.peak_by_category, result.reserved, fits, usable, estimate=result,
-                   plan=the_plan, reason=reason)
+    step = StepFit(config, result.peak, result.peak_by_category, result.reserved, None, usable, estimate=result,
+                   plan=the_plan)
+    return step.judged(step.fits_card(profile)) if profile is not None and judge else step
 
 
 # ----------------------------------------------------------------------------- one real step on the card
@@ -249,7 +306,7 @@ def _measure_budget_mode(model, shape, config: TrainConfig) -> StepFit:
     profile = get_profile(config.card)
     plain = estimate_step(model, shape, config.but(checkpoint=None))
     rest = plain.peak - plain.estimate.activations
-    held = max(profile.usable_bytes - max(rest, 0) - max(plain.reserved - plain.peak, 0), 2**20)
+    held = max(profile.usable_bytes - max(rest, 0) - max(plain.estimate.reserved - plain.peak, 0), 2**20)
 
     step = recipe(config.but(checkpoint=None))
 
@@ -260,5 +317,5 @@ def _measure_budget_mode(model, shape, config: TrainConfig) -> StepFit:
     run = tracked_step(model, shape, config, card=profile, forward=under_budget)
     reason = "" if run.fits else run.error
     return StepFit(config, run.peak, run.peak_by_category, run.reserved, run.fits, profile.usable_bytes,
-                   how="measured", reason=reason)
+                   how="measured", reason=reason, known=run.fits)
 

@@ -4,8 +4,11 @@
 (:class:`minigrad.capstone.fit_plan.StepFit`), a horizontal bar of its
 allocated peak split into parameters, gradients, optimizer state,
 activations and other (the batch, temporaries, buffers), then the bytes the
-caching allocator reserves beyond them, up to the reserved peak - the figure
-the card decides on. A dashed line marks the card's usable memory (its
+caching allocator reserves beyond them, up to the reserved peak the card
+sees. The verdict is the card's (``StepFit.fits_card``: the step replayed
+through its allocator, which empties its cache and retries when full); a
+step that fits shows its reserved peak on the card, one that does not its
+peak on a card big enough - what it would need. A dashed line marks the card's usable memory (its
 memory less the CUDA context), labelled; each bar's row says, on the
 left, its configuration, its reserved bytes and the verdict. One byte scale for the
 figure: every rectangle is ``bytes * scale`` pixels wide.
@@ -64,6 +67,14 @@ def _parts_of(step) -> dict:
     return parts
 
 
+def _on_card(step, profile) -> tuple[bool, int]:
+    """The card's verdict on ``step`` and the reserved peak it sees (on a card big enough when it does not fit)."""
+    if step.how == "measured" or step.estimate is None:  # one real step on the card: its figures are the card's
+        return bool(step.fits if step.fits is not None else step.known), step.reserved
+    fits = step.fits_card(profile)
+    return fits, (step.estimate.replay(profile).peak_reserved if fits else step.estimate.reserved)
+
+
 def draw_config_bars(steps, card, title: str = "") -> SVGFigure:
     """One stacked bar per step in ``steps`` (StepFit, in order) against ``card``'s usable memory (see the module)."""
     from minigrad.memory import get_profile
@@ -75,6 +86,9 @@ def draw_config_bars(steps, card, title: str = "") -> SVGFigure:
     profile = get_profile(card)
     usable = profile.usable_bytes
     bars = [_parts_of(step) for step in steps]
+    verdicts = [_on_card(step, profile) for step in steps]
+    for step, parts, (_, reserved) in zip(steps, bars, verdicts):
+        parts["reserved beyond allocated"] = max(reserved - step.peak, 0)
     labels = [step.label + (f" (micro-batch {step.config.micro_batch})" if step.config.accumulate > 1 else "")
               for step in steps]
     verdict_width = _text_width("reserved 1000.0 MiB: does NOT fit (measured)") * 10 / 12
@@ -88,7 +102,7 @@ def draw_config_bars(steps, card, title: str = "") -> SVGFigure:
     body.append(_text(f"the {profile.name}: {_bytes(usable)} usable ({_bytes(profile.memory_bytes)} less the CUDA "
                       f"context, {_bytes(profile.context_bytes)})", 12, y, fill=TEXT_SOFT))
     top = y + 22
-    for row, (step, parts, label) in enumerate(zip(steps, bars, labels)):
+    for row, (step, parts, label, (fits, reserved)) in enumerate(zip(steps, bars, labels, verdicts)):
         y_bar = top + row * ROW
         body.append(_text(label, 12, y_bar + 15, size=11))
         offset = 0
@@ -102,8 +116,7 @@ def draw_config_bars(steps, card, title: str = "") -> SVGFigure:
                 body.append(_text(_bytes(nbytes), left + (offset + nbytes / 2) * scale, y_bar + 15, anchor="middle",
                                   size=10, fill=TEXT if name in DARK_TEXT else "#ffffff"))
             offset += nbytes
-        fits = step.fits if step.fits is not None else step.reserved <= usable
-        verdict = f"reserved {_bytes(step.reserved)}: {'fits' if fits else 'does NOT fit'}" + (
+        verdict = f"reserved {_bytes(reserved)}: {'fits' if fits else 'does NOT fit'}" + (
             " (measured)" if step.how == "measured" else "")
         body.append(_text(verdict, 12, y_bar + BAR_HEIGHT + 11, size=10, fill=FITS_COLOUR if fits else OVER_COLOUR))
     bottom = top + len(steps) * ROW

@@ -71,10 +71,40 @@ def test_verdict_is_in_reserved_bytes_against_the_usable_memory():
     short = estimate_step(model, (1, 8, 8), config.but(card=card_of(step.reserved - 1)))
     by_allocated_only = estimate_step(model, (1, 8, 8), config.but(card=card_of((step.peak + step.reserved) // 2)))
     assert exact.fits and not short.fits and not by_allocated_only.fits
-    assert "reserved" in short.reason
+    assert "no block for" in short.reason and "emptying the cache" in short.reason
     on_card = tracked_step(model, (1, 8, 8), config, card=card_of(step.reserved))
     assert on_card.fits
     assert not tracked_step(model, (1, 8, 8), config, card=card_of(step.reserved // 2)).fits
+
+
+def retry_mlp():
+    mt.manual_seed(0)
+    return nn.Sequential(nn.Flatten(), nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
+                         nn.Linear(256, 10))
+
+
+def test_a_full_card_empties_its_cache_and_runs_what_an_unbounded_one_would_reserve_more_for():
+    # float32 at batch 2048: 26 MiB reserved on a card big enough, but a 24 MiB card runs it - when a request
+    # finds no room the card empties its cache (hands back its free segments) and retries
+    model, config = retry_mlp(), TrainConfig(2048)
+    needs = 24 << 20
+    unbounded = estimate_step(model, (1, 8, 8), config)
+    assert unbounded.reserved == unbounded.estimate.reserved == 26 << 20 > needs
+    card, short = card_of(needs), card_of(needs - 1)
+    step = estimate_step(model, (1, 8, 8), config.but(card=card))
+    assert step.fits and step.fits_card() and step.reserved == needs == step.estimate.replay(card).peak_reserved
+    assert step.estimate.reserved == unbounded.reserved  # what it would need without the retry stays on the estimate
+    on_card = tracked_step(model, (1, 8, 8), config, card=card)
+    assert on_card.fits and on_card.reserved == step.reserved  # the card agrees, to the byte
+    over = estimate_step(model, (1, 8, 8), config.but(card=short))
+    assert not over.fits and over.reserved == unbounded.reserved and "no block for" in over.reason
+    assert not tracked_step(model, (1, 8, 8), config, card=short).fits
+    unjudged = estimate_step(model, (1, 8, 8), config.but(card=card), judge=False)
+    assert unjudged.fits is None and unjudged.reserved == unbounded.reserved > card.usable_bytes
+    assert unjudged.fits_card() and unjudged.judged(True).reserved == needs
+    assert not unjudged.fits_card(short) and unjudged.judged(False).reason
+    chosen = fitting_configuration(model, (1, 8, 8), 2048, card, checkpoint=2).chosen
+    assert chosen.config.amp is None and chosen.reserved == needs  # float32 itself: no knob needed
 
 
 def test_planned_checkpoints_and_the_budget_mode():
@@ -84,6 +114,11 @@ def test_planned_checkpoints_and_the_budget_mode():
     measured = estimate_step(model, (1, 8, 8), TrainConfig(32, amp="bfloat16", checkpoint="budget", card="gtx1050"))
     assert measured.how == "measured" and measured.fits and measured.estimate is None
     assert measured.reserved >= measured.peak > 0
+    unjudged = estimate_step(model, (1, 8, 8), TrainConfig(32, amp="bfloat16", checkpoint="budget", card="gtx1050"),
+                             judge=False)
+    assert unjudged.fits is None and unjudged.fits_card() is True  # the measured run's verdict
+    with pytest.raises(FitPlanError, match="measured on the"):
+        unjudged.fits_card("rtx3060")
 
 
 def wide_mlp():
@@ -122,6 +157,8 @@ def test_bad_input_is_explained():
         estimate_step(mlp(), (1, 8.5, 8), TrainConfig(8))
     with pytest.raises(FitPlanError, match="name a card"):
         tracked_step(mlp(), (1, 8, 8), TrainConfig(8))
+    with pytest.raises(FitPlanError, match="names no card"):
+        estimate_step(mlp(), (1, 8, 8), TrainConfig(8)).fits_card()
     with pytest.raises(ValueError, match="amp"):
         fitting_configuration(mlp(), (1, 8, 8), 8, "gtx1050", amp="float8")
     with pytest.raises(ValueError, match="unknown GPU"):
