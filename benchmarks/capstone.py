@@ -32,7 +32,7 @@ import numpy as np
 
 import minigrad.tensor as mt
 from minigrad import nn, optim
-from minigrad.capstone import TrainConfig, TrainingRun, estimate_step, fitting_configuration, tracked_step
+from minigrad.capstone import TrainConfig, TrainingRun, fitting_configuration, tracked_step
 from minigrad.data import DataLoader
 from minigrad.data.mnist import MNIST
 from minigrad.data.transforms import Normalize
