@@ -8,6 +8,7 @@ JupyterLab (``pip install -e '.[lab]'``), Playwright's Python package
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -100,3 +102,31 @@ def open_lab(page, url: str, token: str = "") -> None:
 def open_document(page, path: str) -> str:
     """Open ``path`` (relative to the server's root) as JupyterLab would on a double click; returns its widget id."""
     return page.evaluate(OPEN_DOCUMENT, path)
+
+
+def _chapters_conftest():
+    spec = importlib.util.spec_from_file_location("chapters_data_needs", Path(__file__).resolve().parents[1] / "chapters" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def missing_data(notebook: Path) -> str | None:
+    """Why the data ``notebook`` needs (its metadata says which) is not on this machine, or None: as nbval skips it."""
+    chapters = _chapters_conftest()
+    reasons = [r for r in map(chapters.missing_data, chapters.notebook_needs(notebook)) if r]
+    return "; ".join(reasons) or None
+
+
+@contextmanager
+def chromium_browser():
+    """One Chromium, driven by Playwright, for the tests of a module (each opens its own pages); skips as above."""
+    executable = browser_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            yield browser
+        finally:
+            browser.close()

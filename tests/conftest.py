@@ -108,6 +108,19 @@ def cupy():
     return cupy
 
 
+@pytest.fixture(scope="module")
+def chromium():
+    """A Chromium for the browser tests of one module (one launch, not one per test); skips where it cannot run.
+
+    Module-scoped, not session-scoped: Playwright's synchronous driver runs an event loop in this thread, which
+    must be gone before the chapters' nbval kernels (jupyter_client's own loop) run later in the session.
+    """
+    from browser_support import chromium_browser
+
+    with chromium_browser() as browser:
+        yield browser
+
+
 BROWSER_TEST_FILES = ("test_notebooks_browser.py", "test_learner_path_browser.py")
 _browser_skips: dict[str, int] = {}  # reason -> how many browser tests it skipped
 

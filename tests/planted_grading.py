@@ -1,9 +1,13 @@
-"""The planted bugs (tests/grading/planted/bugs.py), each graded once per test run.
+"""The planted bugs (tests/grading/planted/bugs.py), the solutions and the stubs, each graded once per test run.
 
 Two test files ask about the same gradings: ``test_grading_planted.py`` (does
 the bug cost points?) and ``test_grading_output.py`` (is what the grader says
 about it short and actionable?). Grading a bug takes a sandboxed child and a
 few seconds, so each bug is graded once, with one seed, and both read the result.
+So are the course's solutions (``test_grading.py``'s full marks, and the
+planted bugs' controls) and its stubs (``test_grading.py``'s zero,
+``test_grading_output.py``'s one line per stub): graded with the same seed
+and limits as the bugs, all chapters at once.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 from minigrad.grading.manifest import part_of
-from minigrad.grading.runner import DEFAULT_MEMORY_MB, ExerciseResult, grade_exercise
+from minigrad.grading import grade
+from minigrad.grading.runner import DEFAULT_MEMORY_MB, ExerciseResult, PartResult, grade_exercise
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 20261201
@@ -55,3 +60,18 @@ def planted_file(bug_id: str) -> Path:
 def graded_bug(bug_id: str) -> ExerciseResult:
     """Bug ``bug_id`` graded on its exercise (once per run)."""
     return grade_file(BY_ID[bug_id].exercise, planted_file(bug_id))
+
+
+@functools.cache
+def graded_course(folder: str) -> tuple[PartResult, ...]:
+    """Every chapter's file in ``folder`` (``"solutions"`` or ``"exercises"``), graded as the bugs are (once per run).
+
+    Shared by several tests: read the results, never change them.
+    """
+    return tuple(grade("all", folder=ROOT / folder, show=False, seed=SEED, timeout=TIMEOUT, memory_mb=DEFAULT_MEMORY_MB))
+
+
+def graded_solution(exercise_id: str) -> ExerciseResult:
+    """Exercise ``exercise_id`` of the solutions, from :func:`graded_course`."""
+    [result] = [r for part in graded_course("solutions") for r in part.exercises if r.exercise.id == exercise_id]
+    return result

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from planted_grading import graded_course
 
 from minigrad.grading import grade
 from minigrad.grading.manifest import chapters
@@ -44,11 +45,14 @@ def test_every_manifest_exercise_has_a_check_and_every_check_an_exercise():
 
 
 def test_solutions_score_full_marks():
-    assert _scores(grade("all", folder=ROOT / "solutions", show=False)) == _full_marks()
+    results = graded_course("solutions")  # graded once per run, with the planted bugs' seed (tests/planted_grading.py)
+    assert all(part.file.parent == ROOT / "solutions" for part in results)
+    assert _scores(results) == _full_marks()
 
 
 def test_stubs_score_zero():
-    results = grade("all", folder=ROOT / "exercises", show=False)
+    results = graded_course("exercises")  # graded once per run (tests/planted_grading.py)
+    assert all(part.file.parent == ROOT / "exercises" for part in results)
     assert all(score == 0 for score in _scores(results).values())
     assert sum(c.max_score for c in results) == sum(_full_marks().values())
     assert all(r.status == "not started" for c in results for r in c.exercises)

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import pytest
-from planted_grading import BUGS, ROOT, grade_file, graded_bug
+from planted_grading import BUGS, ROOT, SEED, graded_bug, graded_course, graded_solution
 
 
 def test_bug_ids_are_unique_and_every_chapter_has_two():
@@ -16,8 +16,14 @@ def test_bug_ids_are_unique_and_every_chapter_has_two():
 def test_unchanged_solution_scores_full_marks_with_the_same_seed(exercise_id):
     """The control: without the planted change the same exercise, graded the same way, loses nothing."""
     [file] = {b.file for b in BUGS if b.exercise == exercise_id}
-    result = grade_file(exercise_id, ROOT / "solutions" / file)
+    result = graded_solution(exercise_id)  # the solutions, graded once per run as the bugs are (tests/planted_grading.py)
+    assert result.seed == SEED and _graded_file(exercise_id) == ROOT / "solutions" / file
     assert result.score == result.max_score, result.output
+
+
+def _graded_file(exercise_id: str) -> Path:
+    [part] = [p for p in graded_course("solutions") if any(r.exercise.id == exercise_id for r in p.exercises)]
+    return part.file
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=[b.id for b in BUGS])

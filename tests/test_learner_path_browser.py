@@ -7,8 +7,8 @@ link to its exercise file opens the learner's copy; an answer written there and 
 chapter's grade cell grades (full points for that exercise). The project's
 own tests stay green meanwhile, and nothing tracked changes. A terminal in
 the lab finds the course's ``minigrad`` and the workspace. Apart from
-``minigrad lab``: every committed chapter, opened and saved unchanged in
-JupyterLab, is not marked changed and keeps its bytes.
+``minigrad lab``, ``test_notebooks_browser.py`` checks that every committed chapter, opened and saved
+unchanged in JupyterLab, is not marked changed and keeps its bytes.
 
 Skipped unless JupyterLab, Playwright (``pip install playwright``) and a
 Chromium or Chrome binary are installed (see ``browser_support``).
@@ -35,27 +35,11 @@ from minigrad.grading.carve import definitions, exercise_functions
 from minigrad.grading.manifest import part_of
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 TOKEN = "learner-path-token"
 TRACKED = ("chapters", "exercises", "solutions")
 LEARNER_EXERCISES = {"01": "1.1", "05": "5.1"}  # per chapter, the exercise the learner answers
 
 CURRENT_PATH = "() => window.jupyterapp.shell.currentWidget?.context?.path ?? null"
-# Opens every notebook at once, their kernels starting side by side. JupyterLab writes a kernel's spec and
-# language_info into its notebook from the kernel's two promises awaited here; its handlers were attached
-# when the kernel started, before ours, so they have run when ours resume.
-OPEN_ALL_WITH_KERNELS = """async (paths) => {
-    const widgets = await Promise.all(paths.map(path => window.jupyterapp.commands.execute('docmanager:open', {path})));
-    await Promise.all(widgets.map(async widget => {
-        await widget.context.ready;
-        await widget.sessionContext.ready;
-        const kernel = widget.sessionContext.session.kernel;
-        await kernel.info;
-        await kernel.spec;
-    }));
-    await new Promise(resolve => setTimeout(resolve, 0));
-    return widgets.map(widget => ({id: widget.id, path: widget.context.path, dirty: widget.context.model.dirty}));
-}"""
 SAVE = """async () => {
     await window.jupyterapp.commands.execute('docmanager:save');
     return window.jupyterapp.shell.currentWidget.context.model.dirty;
@@ -90,8 +74,8 @@ CELL_OUTPUT = """(index) => window.jupyterapp.shell.currentWidget.content.widget
 
 @pytest.fixture(scope="module")
 def course_lab(tmp_path_factory):
-    """``minigrad lab`` serving a fresh workspace: (url, workspace, Chromium binary)."""
-    browser = browser_or_skip()
+    """``minigrad lab`` serving a fresh workspace: (url, workspace)."""
+    browser_or_skip()
     home = tmp_path_factory.mktemp("lab-home")
     work = tmp_path_factory.mktemp("learner") / "workspace"
     env = lab_environment(home)
@@ -107,7 +91,7 @@ def course_lab(tmp_path_factory):
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_server(server, url, TOKEN, log)
-        yield url, work, browser
+        yield url, work
     finally:
         stop(server)
 
@@ -132,9 +116,14 @@ def _tracked_state() -> tuple[str, dict[str, str]]:
     return status.stdout, digests
 
 
-def _page(playwright, executable: str, width: int = 1400, height: int = 1000):
-    browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-    return browser, browser.new_page(viewport={"width": width, "height": height})
+@pytest.fixture
+def page(chromium):
+    """A fresh page of the module's Chromium (its own cookies and storage), closed after the test."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 # --- the learner's answer --------------------------------------------------------------------------------
@@ -166,46 +155,39 @@ def _grade_cell(path: Path, chapter: str) -> int:
 # --- the tests ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("chapter", sorted(LEARNER_EXERCISES))
-def test_the_learner_answers_an_exercise_and_the_grade_cell_gives_its_points(course_lab, tracked_before, chapter):
+def test_the_learner_answers_an_exercise_and_the_grade_cell_gives_its_points(course_lab, page, tracked_before, chapter):
     """The chapter's link opens the learner's copy; the answer saved there is what the grade cell grades."""
-    from playwright.sync_api import sync_playwright
-
-    url, work, executable = course_lab
+    url, work = course_lab
     exercise = LEARNER_EXERCISES[chapter]
     part = part_of(exercise)
     notebook = next((work / "chapters").glob(f"{chapter}_*.ipynb"))
     grade_cell = _grade_cell(notebook, chapter)
     points = next(e.points for e in part.exercises if e.id == exercise)
-    with sync_playwright() as p:
-        browser, page = _page(p, executable)
-        try:
-            open_lab(page, url, TOKEN)
-            notebook_id = open_document(page, f"chapters/{notebook.name}")
-            page.wait_for_function(KERNEL_IDLE, timeout=WAIT)
+    open_lab(page, url, TOKEN)
+    notebook_id = open_document(page, f"chapters/{notebook.name}")
+    page.wait_for_function(KERNEL_IDLE, timeout=WAIT)
 
-            link = page.locator(".jp-RenderedMarkdown a", has_text=f"exercises/{part.file}").first
-            link.click()
-            page.wait_for_function(f"() => ({CURRENT_PATH})() === 'exercises/{part.file}'", timeout=WAIT)
-            tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel")
-            assert tab.inner_text() == part.file
-            editor = page.locator(".jp-FileEditor .cm-content").last
-            editor.wait_for(timeout=WAIT)
-            page.wait_for_function("() => document.querySelector('.jp-FileEditor .cm-content')?.innerText"
-                                   ".includes('Your copy: write your answers here')", timeout=WAIT)
+    link = page.locator(".jp-RenderedMarkdown a", has_text=f"exercises/{part.file}").first
+    link.click()
+    page.wait_for_function(f"() => ({CURRENT_PATH})() === 'exercises/{part.file}'", timeout=WAIT)
+    tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel")
+    assert tab.inner_text() == part.file
+    editor = page.locator(".jp-FileEditor .cm-content").last
+    editor.wait_for(timeout=WAIT)
+    page.wait_for_function("() => document.querySelector('.jp-FileEditor .cm-content')?.innerText"
+                           ".includes('Your copy: write your answers here')", timeout=WAIT)
 
-            answer = answered((work / "exercises" / part.file).read_text(), exercise)
-            page.evaluate(SET_EDITOR_TEXT, answer)
-            assert page.evaluate(SAVE) is False
-            assert (work / "exercises" / part.file).read_text() == answer
+    answer = answered((work / "exercises" / part.file).read_text(), exercise)
+    page.evaluate(SET_EDITOR_TEXT, answer)
+    assert page.evaluate(SAVE) is False
+    assert (work / "exercises" / part.file).read_text() == answer
 
-            page.evaluate(f"() => window.jupyterapp.shell.activateById('{notebook_id}')")
-            page.wait_for_function(f"() => window.jupyterapp.shell.currentWidget?.id === '{notebook_id}'", timeout=WAIT)
-            page.evaluate(RUN_CELL, grade_cell)
-            page.wait_for_function(CELL_DONE, arg=grade_cell, timeout=WAIT)
-            output = page.evaluate(CELL_OUTPUT, grade_cell)
-            page.evaluate(SHUT_DOWN_KERNEL)
-        finally:
-            browser.close()
+    page.evaluate(f"() => window.jupyterapp.shell.activateById('{notebook_id}')")
+    page.wait_for_function(f"() => window.jupyterapp.shell.currentWidget?.id === '{notebook_id}'", timeout=WAIT)
+    page.evaluate(RUN_CELL, grade_cell)
+    page.wait_for_function(CELL_DONE, arg=grade_cell, timeout=WAIT)
+    output = page.evaluate(CELL_OUTPUT, grade_cell)
+    page.evaluate(SHUT_DOWN_KERNEL)
     row = re.search(rf"^\s*{re.escape(exercise)}\s.*?(\d+(?:\.\d+)?) / (\d+(?:\.\d+)?)", output, re.MULTILINE)
     assert row, f"chapter {chapter}: no row for {exercise} in the grade cell's output:\n{output}"
     assert float(row.group(1)) == float(row.group(2)) == points, f"chapter {chapter}: {row.group(0)}\n{output}"
@@ -225,40 +207,33 @@ def _file_links(notebook: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("chapter", sorted(LEARNER_EXERCISES))
-def test_every_file_link_of_the_chapter_opens_the_file_in_an_editor(course_lab, chapter):
+def test_every_file_link_of_the_chapter_opens_the_file_in_an_editor(course_lab, page, chapter):
     """Exercise files and the library's source files the chapter names: each link opens an editor tab on it."""
-    from playwright.sync_api import sync_playwright
-
-    url, work, executable = course_lab
+    url, work = course_lab
     notebook = next((work / "chapters").glob(f"{chapter}_*.ipynb"))
-    with sync_playwright() as p:
-        browser, page = _page(p, executable)
-        try:
-            open_lab(page, url, TOKEN)
-            notebook_id = open_document(page, f"chapters/{notebook.name}")
-            wanted = _file_links(notebook)
-            assert any("exercises/" in link for link in wanted) and any("minigrad/" in link for link in wanted), wanted
-            page.wait_for_function(f"() => ({FILE_LINKS})().length >= {len(wanted)}", timeout=WAIT)  # all rendered
-            links = page.evaluate(FILE_LINKS)
-            assert set(links) == {link.removeprefix("../") for link in wanted}
-            for target in links:
-                page.evaluate(f"() => window.jupyterapp.shell.activateById('{notebook_id}')")
-                page.locator(f'.jp-RenderedMarkdown a[href*="/files/{target}?"]').first.click()
-                page.wait_for_function(f"() => ({CURRENT_PATH})() === '{target}'", timeout=WAIT)
-                editor = page.locator(".jp-FileEditor .cm-content").last
-                editor.wait_for(timeout=WAIT)
-                first_line = (work / target).read_text().splitlines()[0][:40]
-                page.wait_for_function("(text) => [...document.querySelectorAll('.jp-FileEditor .cm-content')]"
-                                       ".some(e => e.innerText.includes(text))", arg=first_line, timeout=WAIT)
-        finally:
-            browser.close()
+    open_lab(page, url, TOKEN)
+    notebook_id = open_document(page, f"chapters/{notebook.name}")
+    wanted = _file_links(notebook)
+    assert any("exercises/" in link for link in wanted) and any("minigrad/" in link for link in wanted), wanted
+    page.wait_for_function(f"() => ({FILE_LINKS})().length >= {len(wanted)}", timeout=WAIT)  # all rendered
+    links = page.evaluate(FILE_LINKS)
+    assert set(links) == {link.removeprefix("../") for link in wanted}
+    for target in links:
+        page.evaluate(f"() => window.jupyterapp.shell.activateById('{notebook_id}')")
+        page.locator(f'.jp-RenderedMarkdown a[href*="/files/{target}?"]').first.click()
+        page.wait_for_function(f"() => ({CURRENT_PATH})() === '{target}'", timeout=WAIT)
+        editor = page.locator(".jp-FileEditor .cm-content").last
+        editor.wait_for(timeout=WAIT)
+        first_line = (work / target).read_text().splitlines()[0][:40]
+        page.wait_for_function("(text) => [...document.querySelectorAll('.jp-FileEditor .cm-content')]"
+                               ".some(e => e.innerText.includes(text))", arg=first_line, timeout=WAIT)
     left_in_the_library = list(Path(minigrad.__file__).parent.rglob(".ipynb_checkpoints"))
     assert not left_in_the_library, f"opening the linked files wrote into the library: {left_in_the_library}"
 
 
 def test_the_projects_tests_stay_green_with_the_learners_answers_in_place(course_lab, tracked_before):
     """With the learner's answers in their workspace, the exercise sync tests pass and no tracked file changed."""
-    _url, work, _executable = course_lab
+    _url, work = course_lab
     for exercise in LEARNER_EXERCISES.values():  # written by the tests above; written here when this one runs alone
         path = work / "exercises" / part_of(exercise).file
         if (answer := answered(path.read_text(), exercise)) != path.read_text():
@@ -270,77 +245,23 @@ def test_the_projects_tests_stay_green_with_the_learners_answers_in_place(course
     assert _tracked_state() == tracked_before, "the learner's path changed a tracked file of chapters/, exercises/ or solutions/"
 
 
-def test_a_terminal_in_the_lab_runs_the_course_minigrad_on_the_workspace(course_lab):
-    from playwright.sync_api import sync_playwright
-
-    url, work, executable = course_lab
+def test_a_terminal_in_the_lab_runs_the_course_minigrad_on_the_workspace(course_lab, page):
+    url, work = course_lab
     command = "which minigrad && minigrad exercises where"
-    with sync_playwright() as p:
-        browser, page = _page(p, executable)
-        try:
-            open_lab(page, url, TOKEN)
-            page.evaluate("""async () => {
-                window.terminalOutput = [];
-                const widget = await window.jupyterapp.commands.execute('terminal:create-new');
-                widget.content.session.messageReceived.connect((_, message) => {
-                    if (message.type === 'stdout') window.terminalOutput.push(...message.content);
-                });
-                window.terminalSession = widget.content.session;
-            }""")
-            page.wait_for_function("() => window.terminalSession.connectionStatus === 'connected'", timeout=WAIT)
-            page.locator(".jp-Terminal .xterm-helper-textarea").last.focus()
-            page.keyboard.type(command)
-            page.keyboard.press("Enter")
-            page.wait_for_function(f"() => ({TERMINAL_LINES})().includes({json.dumps(str(work))})", timeout=WAIT)
-            lines = page.evaluate(TERMINAL_LINES)
-        finally:
-            browser.close()
+    open_lab(page, url, TOKEN)
+    page.evaluate("""async () => {
+        window.terminalOutput = [];
+        const widget = await window.jupyterapp.commands.execute('terminal:create-new');
+        widget.content.session.messageReceived.connect((_, message) => {
+            if (message.type === 'stdout') window.terminalOutput.push(...message.content);
+        });
+        window.terminalSession = widget.content.session;
+    }""")
+    page.wait_for_function("() => window.terminalSession.connectionStatus === 'connected'", timeout=WAIT)
+    page.locator(".jp-Terminal .xterm-helper-textarea").last.focus()
+    page.keyboard.type(command)
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"() => ({TERMINAL_LINES})().includes({json.dumps(str(work))})", timeout=WAIT)
+    lines = page.evaluate(TERMINAL_LINES)
     assert str(Path(sys.executable).parent / "minigrad") in lines, lines  # `which minigrad`
     assert str(work) in lines, lines  # `minigrad exercises where`
-
-
-@pytest.fixture(scope="module")
-def chapters_lab(tmp_path_factory):
-    """JupyterLab rooted at a repository-like copy of the chapters: (url, copy of chapters/, Chromium binary)."""
-    browser = browser_or_skip()
-    repo = tmp_path_factory.mktemp("repo")
-    shutil.copytree(ROOT / "chapters", repo / "chapters", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    home = tmp_path_factory.mktemp("home")
-    port = free_port()
-    log = home / "server.log"
-    with open(log, "wb") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-             "--IdentityProvider.token=", "--ServerApp.password=", "--ServerApp.port_retries=0",
-             "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={repo}"],
-            cwd=repo, env=lab_environment(home), stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_server(server, url, log=log)
-        yield url, repo / "chapters", browser
-    finally:
-        stop(server)
-
-
-def test_every_chapter_opened_and_saved_unchanged_keeps_its_bytes(chapters_lab):
-    """Opened (its kernel started), a chapter is not marked changed; saved, it is byte for byte the committed file."""
-    from playwright.sync_api import sync_playwright
-
-    url, chapters, executable = chapters_lab
-    with sync_playwright() as p:
-        browser, page = _page(p, executable)
-        try:
-            open_lab(page, url)
-            opened = page.evaluate(OPEN_ALL_WITH_KERNELS, [f"chapters/{path.name}" for path in CHAPTERS])
-            for chapter in opened:
-                page.evaluate("(id) => window.jupyterapp.shell.activateById(id)", chapter["id"])
-                page.wait_for_function("(id) => window.jupyterapp.shell.currentWidget?.id === id", arg=chapter["id"], timeout=WAIT)
-                assert page.evaluate(SAVE) is False
-                page.evaluate(SHUT_DOWN_KERNEL)
-        finally:
-            browser.close()
-    fix = "python tools/execute_notebooks.py --normalize"
-    marked = [Path(c["path"]).name for c in opened if c["dirty"]]
-    rewritten = [path.name for path in CHAPTERS if (chapters / path.name).read_bytes() != path.read_bytes()]
-    assert not marked and not rewritten, (
-        f"marked changed as soon as they opened: {marked}; saved unchanged, their bytes changed: {rewritten} (run `{fix}`)")

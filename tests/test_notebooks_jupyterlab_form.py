@@ -3,7 +3,7 @@
 So opening a chapter never shows the unsaved-changes mark, and saving (or
 autosaving) it never changes a tracked file. The rules are
 ``tools/execute_notebooks.py``'s (its docstring says what JupyterLab does);
-the browser test ``tests/test_learner_path_browser.py`` checks them against
+the browser test ``tests/test_notebooks_browser.py`` checks them against
 JupyterLab itself. A chapter that fails here: ``python tools/execute_notebooks.py --normalize``.
 """
 

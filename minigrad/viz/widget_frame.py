@@ -13,6 +13,9 @@ Each widget (the backprop stepper, the stride explorer, the segment map,
   state, once the widget exists;
 - ``_moving_controls()`` moves the controls to the state without their
   observers setting the state again from half-moved controls;
+- the box carries the CSS classes ``minigrad-widget`` and ``minigrad-<name>``
+  (``minigrad-backprop-stepper`` for ``BackpropStepper``), its picture
+  ``minigrad-picture``: stable handles for a browser test or a stylesheet;
 - displaying the object shows the widget with ``static_figure()`` (by
   default ``figure()``) riding along, or only the figure without
   ipywidgets (:func:`~minigrad.viz.widget_display.display_with_static_figure`);
@@ -26,12 +29,20 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from contextlib import contextmanager
 from numbers import Real
 
 from minigrad.viz.widget_display import display_with_static_figure, widget_picture
 
 ERROR_STYLE = "color:#b42318;white-space:pre-wrap"
+WIDGET_CLASS = "minigrad-widget"
+PICTURE_CLASS = "minigrad-picture"
+
+
+def css_class(widget_type: type) -> str:
+    """The CSS class of a widget's box: ``minigrad-`` and its class name in kebab case (``minigrad-will-it-fit``)."""
+    return "minigrad-" + re.sub(r"(?<!^)(?=[A-Z])", "-", widget_type.__name__).lower()
 
 
 def widget_error(message: str) -> str:
@@ -60,8 +71,11 @@ class WidgetFrame:
             import ipywidgets as widgets
 
             self._picture = widgets.HTML()
+            self._picture.add_class(PICTURE_CLASS)
             rows = self._rows(widgets)
             self._widget = widgets.VBox([widgets.HBox(row) if isinstance(row, list) else row for row in rows])
+            self._widget.add_class(WIDGET_CLASS)
+            self._widget.add_class(css_class(type(self)))
             self._refresh()
         return self._widget
 
