@@ -123,6 +123,8 @@ class Change:
 # Every chapter of chapters/ has an entry (a test says so): a new chapter is one line here, its widgets' changes
 # (an empty list for a chapter without widgets).
 CHAPTER_CHECKS: dict[str, list[Change]] = {
+    "00_tour": [Change("backprop-stepper", Click("Next ▶")), Change("stride-explorer", Slide("element")),
+                Change("memory-timeline", Slide("event")), Change("float-explorer", Click(title="bit 0"))],
     "01_scalar_autograd": [Change("backprop-stepper", Click("Next ▶")), Change("backprop-stepper", Slide("step"))],
     "02_neural_nets_from_scalars": [],  # no widget: its figures, a clean run
     "03_tensors": [Change("stride-explorer", Choose("op", "permute")), Change("stride-explorer", Slide("element"))],
@@ -139,6 +141,8 @@ CHAPTER_CHECKS: dict[str, list[Change]] = {
                            Change("autocast-graph", Click("off"))],
     "10_checkpointing": [Change("checkpoint-chain", Click("3")), Change("checkpoint-chain", Click("1|2")),
                          Change("segment-sweep", Slide("segments")), Change("recompute-timeline", Click("without checkpointing"))],
+    "11_capstone": [Change("config-bars", Click("float32")), Change("config-bars", Choose("checkpoint segments", "2")),
+                    Change("config-bars", Choose("accumulate", "2")), Change("scaler-run", Slide("step"))],
 }
 
 
