@@ -38,7 +38,8 @@ from minigrad.capstone.step_recipe import recipe
 from minigrad.checkpoint import BudgetError, budget, plan
 from minigrad.memory import Estimate, OutOfMemoryError, estimate, format_bytes, get_profile, simulated_gpu, track
 from minigrad.memory.estimate import _input_shape
-from minigrad.memory.estimate_recording import BatchMaker, private_copy, training_step
+from minigrad.memory.card_check import warmed_up_copy
+from minigrad.memory.estimate_recording import training_step
 from minigrad import nn
 
 __all__ = ["StepFit", "TrackedStep", "estimate_step", "tracked_step", "FitPlanError", "BAR_CATEGORIES"]
@@ -259,25 +260,11 @@ def tracked_step(model, input_shape, config: TrainConfig, card=None, forward=Non
                         optimizer=config.optimizer)
     step = recipe(config, None if the_plan is None else the_plan.run)
     run_forward = forward or step.forward
-    parameters = list(model.parameters())
-    device = parameters[0].device if parameters else None
-    del parameters
     was_enabled = gc.isenabled()
     gc.collect()
     error = ""
     with mt.fork_rng(), np.errstate(all="ignore"):
-        work = private_copy(model, None, "train")
-        make_batch = BatchMaker(shape, next((p.dtype for p in work.parameters()), None), device)
-        optimizer = step.make_optimizer(list(work.parameters()))
-        optimizer.zero_grad(set_to_none=True)
-
-        def classes(micro, output, y):
-            if make_batch.classes is None and isinstance(output, mt.Tensor) and output.ndim == 2:
-                make_batch.classes = int(output.shape[1])
-                y = make_batch(output.shape[0])[1]
-            return y
-
-        training_step(work, optimizer, make_batch, 2, step.loss_fn, step.forward, 1, True, after_forward=classes)
+        work, optimizer, make_batch = warmed_up_copy(model, shape, step.make_optimizer, step.loss_fn, step.forward)
         gc.disable()
         fits, gpu, mem = True, simulated_gpu(profile, model=work, optimizer=optimizer), track(work, optimizer)
         try:

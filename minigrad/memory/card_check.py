@@ -29,7 +29,7 @@ from minigrad.memory.oom_report import OutOfMemoryError
 from minigrad.memory.profiles import get_profile
 from minigrad.memory.simulated_gpu import SIMULATED_DEVICES, simulated_gpu
 
-__all__ = ["CardRun", "train_on_card"]
+__all__ = ["CardRun", "train_on_card", "warmed_up_copy"]
 
 
 def _foreign() -> int:
@@ -57,27 +57,12 @@ def train_on_card(model, input_shape, batch_size: int, card, optimizer="adam", d
     input_shape = _input_shape(input_shape)
     dtype = mt.dtypes.as_dtype(dtype) if dtype is not None else None
     loss_fn, forward = loss_fn or _default_loss, checkpoint or _call
-    parameters = list(model.parameters())
-    device = parameters[0].device if parameters else None
-    del parameters
     was_enabled = gc.isenabled()
     if _foreign():
         gc.collect()  # garbage a collection frees is no part of the card
     with mt.fork_rng(), np.errstate(all="ignore"):
-        work = private_copy(model, dtype, mode)
-        x_dtype = dtype or next((p.dtype for p in work.parameters() if mt.is_floating_point(p.dtype)), None)
-        make_batch = BatchMaker(input_shape, x_dtype, device)
-        optim = make_optimizer(list(work.parameters()))
-        optim.zero_grad(set_to_none=set_to_none)
-
-        def classes(micro, output, y):
-            if make_batch.classes is None and isinstance(output, mt.Tensor) and output.ndim == 2:
-                make_batch.classes = int(output.shape[1])
-                y = make_batch(output.shape[0])[1]
-            return y
-
-        training_step(work, optim, make_batch, 2, loss_fn, forward, 1, set_to_none, after_forward=classes,
-                      default_loss=_default_loss)  # off the card: the optimizer's state, the number of classes
+        work, optim, make_batch = warmed_up_copy(model, input_shape, make_optimizer, loss_fn, forward, dtype, mode,
+                                                 set_to_none)
         foreign = _foreign()
         gc.disable()
         fits = True
@@ -93,3 +78,28 @@ def train_on_card(model, input_shape, batch_size: int, card, optimizer="adam", d
         stats = gpu.stats()
         del work, optim
     return CardRun(int(batch_size), fits, stats["reserved_bytes.all.peak"], stats["allocated_bytes.all.peak"], foreign)
+
+
+def warmed_up_copy(model, input_shape: tuple, make_optimizer, loss_fn, forward, dtype=None, mode: str = "train",
+                   set_to_none: bool = True):
+    """``(copy, optimizer, make_batch)``: a private copy of ``model`` and its optimizer after one warm-up step at
+    batch 2 off any card, so that the optimizer's state exists (as in every step after the first) and
+    ``make_batch`` knows the number of classes. Call it inside ``mt.fork_rng()``: it draws random numbers."""
+    parameters = list(model.parameters())
+    device = parameters[0].device if parameters else None
+    del parameters
+    work = private_copy(model, dtype, mode)
+    x_dtype = dtype or next((p.dtype for p in work.parameters() if mt.is_floating_point(p.dtype)), None)
+    make_batch = BatchMaker(input_shape, x_dtype, device)
+    optim = make_optimizer(list(work.parameters()))
+    optim.zero_grad(set_to_none=set_to_none)
+
+    def classes(micro, output, y):
+        if make_batch.classes is None and isinstance(output, mt.Tensor) and output.ndim == 2:
+            make_batch.classes = int(output.shape[1])
+            y = make_batch(output.shape[0])[1]
+        return y
+
+    training_step(work, optim, make_batch, 2, loss_fn, forward, 1, set_to_none, after_forward=classes,
+                  default_loss=_default_loss)
+    return work, optim, make_batch
