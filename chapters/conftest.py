@@ -21,7 +21,8 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 NEEDS_KEY = "minigrad"
-SKIPPED_NOTEBOOKS = pytest.StashKey[dict]()  # notebook name -> reason, for the closing line
+MISSING_DATA = "minigrad-missing-data"  # the user property that carries a skipped notebook's reason in its reports
+_skipped_notebooks: dict[str, str] = {}  # notebook name -> reason, for the closing line
 
 
 @lru_cache(maxsize=None)
@@ -58,6 +59,7 @@ class NotebookWithoutData(pytest.File):
     def collect(self):
         item = SkippedNotebook.from_parent(self, name=self.path.name)
         item.add_marker(pytest.mark.skip(reason=self.reason))
+        item.user_properties.append((MISSING_DATA, self.reason))  # reports carry it, from a pytest-xdist worker too
         yield item
 
 
@@ -79,12 +81,18 @@ def pytest_collect_file(file_path: Path, parent):
         return collected
     stand_in = NotebookWithoutData.from_parent(parent, path=file_path)
     stand_in.reason = "; ".join(reasons)
-    parent.config.stash.setdefault(SKIPPED_NOTEBOOKS, {})[file_path.name] = stand_in.reason
     return [stand_in]
 
 
+def pytest_runtest_logreport(report):
+    """Remember each notebook skipped for its data: here, or in a worker of ``pytest -n`` (the report comes here)."""
+    for key, reason in report.user_properties:
+        if key == MISSING_DATA and report.skipped:
+            _skipped_notebooks[Path(report.nodeid.split("::")[0]).name] = reason
+
+
 def pytest_terminal_summary(terminalreporter, config):
-    skipped = config.stash.get(SKIPPED_NOTEBOOKS, {})
+    skipped = _skipped_notebooks
     for reason in dict.fromkeys(skipped.values()):
         names = ", ".join(sorted(name for name, why in skipped.items() if why == reason))
         terminalreporter.write_line(f"skipped {names}: {reason}", yellow=True)

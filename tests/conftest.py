@@ -38,6 +38,7 @@ there as it would on CuPy.
 
 from __future__ import annotations
 
+import gc
 import os
 
 import pytest
@@ -46,6 +47,7 @@ from hypothesis import HealthCheck, settings
 import minigrad.gpu  # noqa: F401  (the GPU stage in place: "cuda" known to the device registry)
 import minigrad.tensor as mt
 from minigrad.gpu.device.backend_ops import register_fused_ops, unregister_fused_ops
+from minigrad.memory import buffers
 from minigrad.testing import strict_backend
 from minigrad.testing.reference_kernels import REFERENCE_KERNELS
 
@@ -63,6 +65,61 @@ settings.register_profile(
 settings.load_profile(os.environ.get("MINIGRAD_HYPOTHESIS_PROFILE", "ci"))
 
 DEVICES = ["cpu", strict_backend.DEVICE_TYPE]
+
+
+# Test files that read the same once-per-run gradings (tests/planted_grading.py): one worker runs them all, so
+# the gradings are made once, not once per worker.
+SHARED_GRADINGS = ("tests/test_grading.py", "tests/test_grading_planted.py", "tests/test_grading_output.py")
+# The files that take longest (seconds of one serial run on 2 cores), started first so that no worker is left
+# with one of them at the end while the others idle. Only the balance depends on this list, never a result.
+SLOWEST_FIRST = (
+    "tests/test_notebooks_browser.py",  # 280 s: every chapter in JupyterLab
+    *SHARED_GRADINGS,  # 280 s: the solutions, the stubs, the reference and 295 planted bugs, graded
+    "tests/test_learner_path_browser.py",  # 50 s
+    "chapters/06_convolutions.ipynb",  # 47 s
+    "chapters/11_capstone.ipynb",  # 45 s
+)
+
+
+def scheduling_scope(nodeid: str) -> str:
+    """The unit a worker runs whole: the test's file, or one scope for all of ``SHARED_GRADINGS``."""
+    path = nodeid.split("::", 1)[0]
+    return "the shared gradings" if path in SHARED_GRADINGS else path
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``pytest -n N`` (pytest-xdist): each :func:`scheduling_scope` runs whole on one worker, in order.
+
+    A notebook's cells must (nbval runs them in one kernel, in order); a module's module-scoped fixtures (a
+    JupyterLab server, a class of graded students) are then made once, and the shared gradings once, not once
+    per worker. (``--dist loadgroup`` with ``xdist_group`` marks would say the same, but under pytest 9.2 it
+    silently stops grouping.)
+    """
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scheduling_scope(nodeid)
+
+    return FilesTogether(config, log)
+
+
+_file_running: list[str] = [""]
+
+
+def pytest_runtest_setup(item):
+    """Each test file starts with no tensor buffer alive, whichever file ran before it on this worker.
+
+    A simulated card counts every live buffer when it opens, and the tensors of an earlier test can outlive it in
+    reference cycles (an exception's traceback and its frames) until the garbage collector runs. Which file ran
+    before depends on the scheduling of ``pytest -n``, so without this a tight card could fit in one run and not the
+    next. No file keeps a tensor alive between files (no module-level tensors), so anything alive here is garbage.
+    """
+    path = item.nodeid.split("::", 1)[0]
+    if path != _file_running[0]:
+        _file_running[0] = path
+        if buffers.live_bytes():
+            gc.collect()
 
 
 def pytest_configure(config):

@@ -5,9 +5,10 @@ the bug cost points?) and ``test_grading_output.py`` (is what the grader says
 about it short and actionable?). Grading a bug takes a sandboxed child and a
 few seconds, so each bug is graded once, with one seed, and both read the result.
 So are the course's solutions (``test_grading.py``'s full marks, and the
-planted bugs' controls) and its stubs (``test_grading.py``'s zero,
-``test_grading_output.py``'s one line per stub): graded with the same seed
-and limits as the bugs, all chapters at once.
+planted bugs' controls), its stubs (``test_grading.py``'s zero,
+``test_grading_output.py``'s one line per stub) and the library's reference
+implementations (``test_grading.py``'s full marks): graded with the same seed
+and limits as the bugs, all chapters at once, two parts at a time.
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from minigrad.grading.manifest import part_of
-from minigrad.grading import grade
-from minigrad.grading.runner import DEFAULT_MEMORY_MB, ExerciseResult, PartResult, grade_exercise
+from minigrad.grading.manifest import chapters, part_of
+from minigrad.grading.runner import DEFAULT_MEMORY_MB, ExerciseResult, PartResult, grade_exercise, grade_part
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 20261201
@@ -86,13 +86,30 @@ def graded_bug(bug_id: str) -> ExerciseResult:
     return together[bug_id] if bug_id in together else grade_planted(bug_id)
 
 
+def _course_parts():
+    return [p for c in chapters().values() for p in c.parts]
+
+
+def grade_course_part(index: int, folder: str) -> PartResult:
+    """Part ``index`` of the course (in :func:`_course_parts`' order) graded on its file in ``folder``, in this process.
+
+    ``folder`` "reference" grades the library's reference implementation of the part, as ``grade(reference=True)`` does.
+    """
+    part = _course_parts()[index]
+    path = part.source if folder == "reference" else ROOT / folder / part.file
+    return grade_part(part, path, timeout=TIMEOUT, memory_mb=DEFAULT_MEMORY_MB, seed=SEED, strict=False)
+
+
 @functools.cache
 def graded_course(folder: str) -> tuple[PartResult, ...]:
-    """Every chapter's file in ``folder`` (``"solutions"`` or ``"exercises"``), graded as the bugs are (once per run).
+    """Every chapter's file in ``folder`` (``"solutions"``, ``"exercises"`` or ``"reference"``), graded as the bugs are
+    (once per run, ``JOBS`` parts at a time in spawned processes), in the course's order: what ``grade("all", ...)`` returns.
 
     Shared by several tests: read the results, never change them.
     """
-    return tuple(grade("all", folder=ROOT / folder, show=False, seed=SEED, timeout=TIMEOUT, memory_mb=DEFAULT_MEMORY_MB))
+    indices = range(len(_course_parts()))
+    with ProcessPoolExecutor(max_workers=JOBS, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return tuple(pool.map(grade_course_part, indices, [folder] * len(indices)))
 
 
 def graded_solution(exercise_id: str) -> ExerciseResult:

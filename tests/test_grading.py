@@ -13,6 +13,7 @@ from planted_grading import graded_course
 from minigrad.grading import grade
 from minigrad.grading.manifest import chapters
 from minigrad.grading.report import gradescope, table
+from minigrad.grading.runner import resolve_files
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,7 +27,8 @@ def _full_marks():
 
 
 def test_reference_scores_full_marks():
-    results = grade("all", reference=True, show=False)
+    results = list(graded_course("reference"))  # graded once per run, as grade("all", reference=True) grades
+    assert [part.file for part in results] == [file for _, file in resolve_files("all", None, None, reference=True)]
     assert _scores(results) == _full_marks()
     total = sum(_full_marks().values())
     assert f"All: {total:g} / {total:g}" in table(results)  # the grand total of `grade all`
