@@ -35,6 +35,18 @@ def _whole(value, name: str, low: int) -> int:
     return int(value)
 
 
+def _checkpoint_setting(value):
+    """None, "auto", "budget", or a whole number of segments >= 1 (the command line's "4" is 4)."""
+    if value is None or (isinstance(value, str) and value in CHECKPOINT_MODES):
+        return value
+    if isinstance(value, str):
+        if not value.isdigit():
+            raise ValueError(f"TrainConfig: checkpoint must be None, 'auto', 'budget' or a number of segments, "
+                             f"got {value!r}")
+        value = int(value)
+    return _whole(value, "checkpoint (a number of segments)", 1)
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """One training configuration; see the module docstring. Checked when made."""
@@ -56,13 +68,7 @@ class TrainConfig:
                 f"{[k for k in range(1, min(self.batch_size, 64) + 1) if self.batch_size % k == 0]}")
         if self.amp is not None and self.amp not in AMP_DTYPES:
             raise ValueError(f"TrainConfig: amp must be None, 'float16' or 'bfloat16', got {self.amp!r}")
-        checkpoint = self.checkpoint
-        if isinstance(checkpoint, str) and checkpoint.isdigit():
-            checkpoint = int(checkpoint)
-        if checkpoint is not None and checkpoint not in CHECKPOINT_MODES:
-            checkpoint = _whole(checkpoint, "checkpoint (a number of segments)", 1) if not isinstance(checkpoint, str) \
-                else self._bad_checkpoint()
-        object.__setattr__(self, "checkpoint", checkpoint)
+        object.__setattr__(self, "checkpoint", _checkpoint_setting(self.checkpoint))
         if self.card is not None:  # a known card by its short name; a GPUProfile of one's own (a scaled card) kept
             profile = get_profile(self.card)
             object.__setattr__(self, "card", profile if isinstance(self.card, GPUProfile) else profile.short_name)
@@ -71,10 +77,6 @@ class TrainConfig:
                              f"name one with card= (e.g. card='gtx1050'), or give a number of segments")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"TrainConfig: optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
-
-    def _bad_checkpoint(self):
-        raise ValueError(f"TrainConfig: checkpoint must be None, 'auto', 'budget' or a number of segments, "
-                         f"got {self.checkpoint!r}")
 
     @property
     def micro_batch(self) -> int:

@@ -37,7 +37,7 @@ from minigrad.capstone.config import TrainConfig
 from minigrad.capstone.step_recipe import recipe
 from minigrad.checkpoint import BudgetError, budget, plan
 from minigrad.memory import Estimate, OutOfMemoryError, estimate, format_bytes, get_profile, simulated_gpu, track
-from minigrad.memory.estimate import _input_shape
+from minigrad.memory.estimate import example_shape
 from minigrad.memory.card_check import warmed_up_copy
 from minigrad.memory.estimate_recording import training_step
 from minigrad import nn
@@ -156,9 +156,9 @@ def _check_model(function: str, model, input_shape):
         raise FitPlanError(f"{function}: model must be an nn.Module (an nn.Sequential for checkpointing), got "
                            f"{type(model).__name__}")
     try:
-        return _input_shape(input_shape)
+        return example_shape(input_shape, op=function)
     except (TypeError, ValueError) as error:
-        raise FitPlanError(str(error).replace("estimate:", f"{function}:", 1)) from None
+        raise FitPlanError(str(error)) from None
 
 
 def _check_config(function: str, config, model) -> TrainConfig:

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 import minigrad.tensor as mt
 from minigrad import nn
 from minigrad.memory import format_bytes, get_profile
+from minigrad.memory.estimate import example_shape
 from minigrad.tensor import saved_tensors_hooks
 from minigrad.tensor.backend import root_array
 
@@ -144,7 +145,7 @@ def measure_chain(model, input_shape, batch_size: int, dtype=None) -> ChainCosts
                         f"{type(model).__name__}" + (" with no layers" if isinstance(model, nn.Sequential) else ""))
     if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
         raise ValueError(f"measure_chain: batch_size must be a whole number >= 1, got {batch_size!r}")
-    shape = _example_shape(input_shape)
+    shape = example_shape(input_shape, op="measure_chain")
     with mt.fork_rng():
         work = copy.deepcopy(model)
         if dtype is not None:
@@ -163,18 +164,6 @@ def measure_chain(model, input_shape, batch_size: int, dtype=None) -> ChainCosts
                              for i in range(len(names)))
     return ChainCosts(names, tuple(type(layer).__name__ for layer in work), shape, int(batch_size),
                       **figures, **structure)
-
-
-def _example_shape(input_shape) -> tuple:
-    shape = (input_shape,) if isinstance(input_shape, numbers.Integral) else input_shape
-    try:
-        shape = tuple(shape)
-    except TypeError:
-        shape = None
-    if not shape or any(isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1 for n in shape):
-        raise ValueError(f"measure_chain: input_shape must be one example's shape (no batch axis) as whole numbers "
-                         f">= 1, such as (1, 28, 28) or 784; got {input_shape!r}")
-    return tuple(int(n) for n in shape)
 
 
 def _affine(key: str, name: str, values: list, batch: int) -> int:

@@ -23,7 +23,7 @@ import numpy as np
 
 import minigrad.tensor as mt
 from minigrad.memory import buffers
-from minigrad.memory.estimate import OPTIMIZERS, _call, _default_loss, _input_shape
+from minigrad.memory.estimate import OPTIMIZERS, _call, _default_loss, example_shape
 from minigrad.memory.estimate_recording import BatchMaker, private_copy, training_step
 from minigrad.memory.oom_report import OutOfMemoryError
 from minigrad.memory.profiles import get_profile
@@ -54,7 +54,7 @@ def train_on_card(model, input_shape, batch_size: int, card, optimizer="adam", d
     """Train one step of a copy of ``model`` at ``batch_size`` on a fresh simulated ``card`` (see the module)."""
     profile = get_profile(card)
     make_optimizer = OPTIMIZERS[optimizer] if isinstance(optimizer, str) else optimizer
-    input_shape = _input_shape(input_shape)
+    input_shape = example_shape(input_shape)
     dtype = mt.dtypes.as_dtype(dtype) if dtype is not None else None
     loss_fn, forward = loss_fn or _default_loss, checkpoint or _call
     was_enabled = gc.isenabled()

@@ -319,17 +319,18 @@ def _check_batch(batch_size) -> None:
         raise ValueError(f"estimate: batch_size must be a positive integer, got {batch_size!r}")
 
 
-def _input_shape(input_shape) -> tuple:
-    """``784`` -> ``(784,)``; every size a whole number >= 1 (``784.7`` is refused, never truncated)."""
+def example_shape(input_shape, op: str = "estimate") -> tuple:
+    """One example's shape as a tuple: ``784`` -> ``(784,)``; every size a whole number >= 1 (``784.7`` is refused,
+    never truncated). A bad shape raises TypeError or ValueError naming ``op``, the function that was given it."""
     shape = (input_shape,) if isinstance(input_shape, (numbers.Integral, float)) else input_shape
     try:
         shape = tuple(shape)
     except TypeError:
-        raise TypeError(f"estimate: input_shape must be one example's shape, a tuple of whole numbers such as "
+        raise TypeError(f"{op}: input_shape must be one example's shape, a tuple of whole numbers such as "
                         f"(1, 28, 28), got {input_shape!r}") from None
     wrong = [n for n in shape if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1]
     if wrong or not shape:
-        raise ValueError(f"estimate: input_shape must be one example's shape (without the batch axis) as whole "
+        raise ValueError(f"{op}: input_shape must be one example's shape (without the batch axis) as whole "
                          f"numbers >= 1, such as (1, 28, 28) or 784; got {input_shape!r}"
                          + (f" ({wrong[0]!r} is a float: give every size as an int)"
                             if wrong and isinstance(wrong[0], float) else
@@ -385,7 +386,7 @@ def estimate(model, input_shape, batch_size: int, optimizer="adam", dtype=None, 
     if mode not in MODES:
         raise ValueError(f"estimate: mode must be 'train' or 'eval', got {mode!r}")
     forward = checkpoint or _call
-    input_shape = _input_shape(input_shape)
+    input_shape = example_shape(input_shape)
     dtype = mt.dtypes.as_dtype(dtype) if dtype is not None else None
     batches = tuple(int(b) for b in measured_batches)
     if len(batches) != 3 or batches[0] < 1 or batches[1] - batches[0] != batches[2] - batches[1] or batches[1] <= batches[0]:
