@@ -10,18 +10,18 @@ imports every stage below it; none imports it.
 
 Reading order
 -------------
-The files that carry the idea, in the order to read them (1,150 lines in all):
+The files that carry the idea, in the order to read them (1,149 lines in all):
 
-1. ``config.py`` (104 lines): ``TrainConfig``, the knobs and their invariant
+1. ``config.py`` (106 lines): ``TrainConfig``, the knobs and their invariant
    (the effective batch never changes).
-2. ``step_recipe.py`` (138 lines): a configuration's step as the forward, loss and
+2. ``step_forward.py`` (93 lines): the forward checkpointed as the config says
+   (N segments, chapter 10's plan for the card, or the budget mode), and the models each setting accepts.
+3. ``step_recipe.py`` (135 lines): a configuration's step as the forward, loss and
    optimizer chapter 08's estimate runs (autocast, GradScaler, checkpointed segments, micro-batches).
-3. ``fit_plan.py`` (321 lines): ``estimate_step``: the step's allocated and reserved peaks and
+4. ``fit_plan.py`` (310 lines): ``estimate_step``: the step's allocated and reserved peaks and
    the card's verdict; ``tracked_step``: one real step on the simulated card beside it.
-4. ``fitting.py`` (119 lines): ``fitting_configuration``: the knobs turned one at a time until
+5. ``fitting.py`` (119 lines): ``fitting_configuration``: the knobs turned one at a time until
    a step fits (exercise 11.1).
-5. ``step_forward.py`` (82 lines): the forward checkpointed as the config says
-   (N segments, chapter 10's plan for the card, or the budget mode).
 6. ``training_run.py`` (186 lines): ``TrainingRun``: one optimizer step of the
    effective batch - micro-batches, autocast, the loss scaler, on the simulated card.
 7. ``run_state.py`` (200 lines): saving and resuming a run: everything its future

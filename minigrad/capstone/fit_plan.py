@@ -34,6 +34,7 @@ import numpy as np
 
 import minigrad.tensor as mt
 from minigrad.capstone.config import TrainConfig
+from minigrad.capstone.step_forward import check_checkpointing
 from minigrad.capstone.step_recipe import recipe
 from minigrad.checkpoint import BudgetError, budget, plan
 from minigrad.memory import Estimate, OutOfMemoryError, estimate, format_bytes, get_profile, simulated_gpu, track
@@ -165,9 +166,10 @@ def _check_config(function: str, config, model) -> TrainConfig:
     if not isinstance(config, TrainConfig):
         raise FitPlanError(f"{function}: config must be a TrainConfig, got {type(config).__name__}; e.g. "
                            f"TrainConfig(batch_size=256, amp='float16', card='gtx1050')")
-    if config.checkpoint is not None and not isinstance(model, nn.Sequential):
-        raise FitPlanError(f"{function}: checkpoint={config.checkpoint!r} cuts a chain of layers; the model is a "
-                           f"{type(model).__name__}, wrap its layers in nn.Sequential")
+    try:
+        check_checkpointing(model, config.checkpoint, function)
+    except (TypeError, ValueError) as error:
+        raise FitPlanError(str(error)) from None
     return config
 
 
@@ -215,7 +217,7 @@ def estimate_step(model, input_shape, config: TrainConfig, judge: bool = True) -
                            False if judge else None, usable,
                            reason="no checkpointing plan fits: " + str(error).split(": ", 1)[-1].split(";")[0],
                            estimate=unplanned.estimate, known=False)
-    step = recipe(config, None if the_plan is None else the_plan.run)
+    step = recipe(config, the_plan)
     result = estimate(model, shape, step.batch, optimizer=step.make_optimizer, checkpoint=step.forward,
                       loss_fn=step.loss_fn, accumulation_steps=step.accumulation_steps)
     step = StepFit(config, result.peak, result.peak_by_category, result.reserved, None, usable, estimate=result,
@@ -258,7 +260,7 @@ def tracked_step(model, input_shape, config: TrainConfig, card=None, forward=Non
     if config.checkpoint == "auto":
         the_plan = plan(model, shape, card=get_profile(config.card or card), batch_size=config.micro_batch,
                         optimizer=config.optimizer)
-    step = recipe(config, None if the_plan is None else the_plan.run)
+    step = recipe(config, the_plan)
     run_forward = forward or step.forward
     was_enabled = gc.isenabled()
     gc.collect()

@@ -22,7 +22,7 @@ from minigrad.checkpoint import budget, checkpoint_sequential, plan
 from minigrad.memory import format_bytes, get_profile
 from minigrad.tensor import fork_rng
 
-__all__ = ["CheckpointedForward", "activation_budget"]
+__all__ = ["CheckpointedForward", "activation_budget", "check_checkpointing", "configured_forward"]
 
 OPTIMIZER_SLOTS = {"adam": 2, "sgd": 1}  # state tensors per parameter (Adam's two moments; SGD's momentum at most)
 
@@ -42,18 +42,34 @@ def activation_budget(model, config, input_bytes: int) -> int:
     return left
 
 
+def check_checkpointing(model, checkpoint, who: str) -> None:
+    """Raise TypeError (not a chain) or ValueError (more segments than layers) when ``model`` cannot be
+    checkpointed as the setting ``checkpoint`` says; ``who`` names the function in the message."""
+    if checkpoint is not None and checkpoint != "budget" and not isinstance(model, nn.Sequential):
+        raise TypeError(
+            f"{who}: checkpoint={checkpoint!r} cuts the model into segments, so it must be an nn.Sequential, "
+            f"got {type(model).__name__}; wrap its layers in nn.Sequential, or use checkpoint='budget' (any model) "
+            f"or checkpoint=None")
+    if isinstance(checkpoint, int) and checkpoint > len(model):
+        raise ValueError(f"{who}: checkpoint={checkpoint} segments, but the Sequential has only {len(model)} "
+                         f"layers; use at most {len(model)}")
+
+
+def configured_forward(model, x, checkpoint, plan=None):
+    """``model(x)`` as the setting ``checkpoint`` says: None or "budget", the model's own forward (the budget is a
+    context around the whole step); "auto", the planner's ``plan``; N, ``checkpoint_sequential`` in N segments."""
+    if checkpoint is None or checkpoint == "budget":
+        return model(x)
+    if checkpoint == "auto":
+        return plan.run(model, x)
+    return checkpoint_sequential(model, checkpoint, x)
+
+
 class CheckpointedForward:
     """``forward(x)`` of ``model`` checkpointed per ``config``; ``around_step()`` is the context one step runs in."""
 
     def __init__(self, model, config) -> None:
-        mode = config.checkpoint
-        if mode is not None and mode != "budget" and not isinstance(model, nn.Sequential):
-            raise TypeError(
-                f"TrainingRun: checkpoint={mode!r} cuts the model into segments, so it must be an nn.Sequential, "
-                f"got {type(model).__name__}; use checkpoint='budget' (any model) or checkpoint=None")
-        if isinstance(mode, int) and mode > len(model):
-            raise ValueError(f"TrainingRun: checkpoint={mode} segments, but the Sequential has only {len(model)} "
-                             f"layers; use at most {len(model)}")
+        check_checkpointing(model, config.checkpoint, "TrainingRun")
         self.model, self.config = model, config
         self.plan = None
         self.budget = None
@@ -70,12 +86,7 @@ class CheckpointedForward:
             self.budget = budget(activation_budget(self.model, self.config, micro_bytes))
 
     def __call__(self, x):
-        mode = self.config.checkpoint
-        if mode is None or mode == "budget":
-            return self.model(x)
-        if mode == "auto":
-            return self.plan.run(self.model, x)
-        return checkpoint_sequential(self.model, mode, x)
+        return configured_forward(self.model, x, self.config.checkpoint, self.plan)
 
     def around_step(self):
         """The context one step's forward and backward run in: the budget mode's budget, else nothing."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 import minigrad.tensor as mt
 from minigrad import nn
 from minigrad.amp import GradScaler, autocast
-from minigrad.checkpoint import checkpoint_sequential
+from minigrad.capstone.step_forward import configured_forward
 from minigrad.memory import OPTIMIZERS
 
 __all__ = ["StepRecipe", "StepRecipeError", "recipe", "ScaledOptimizer"]
@@ -84,19 +84,16 @@ class ScaledOptimizer:
 class StepRecipe:
     """``forward``, ``loss_fn``, ``make_optimizer`` and the batch of one configuration's step (see the module)."""
 
-    def __init__(self, config, checkpoint_run=None) -> None:
-        self.config = config
+    def __init__(self, config, plan=None) -> None:
+        if config.checkpoint == "auto" and plan is None:
+            raise StepRecipeError("fit_plan: checkpoint='auto' needs the planner's plan (minigrad.checkpoint.plan)")
+        self.config, self.plan = config, plan
         self.dtype = AMP.get(config.amp)
         self._scaler = None  # the GradScaler of the last optimizer made (float16)
-        if config.checkpoint is None or config.checkpoint == "budget":
-            self._run = lambda model, x: model(x)
-        elif config.checkpoint == "auto":
-            if checkpoint_run is None:
-                raise StepRecipeError("fit_plan: checkpoint='auto' needs the planner's plan (Plan.run)")
-            self._run = checkpoint_run
-        else:
-            segments = config.checkpoint
-            self._run = lambda model, x: checkpoint_sequential(model, min(segments, len(model)), x)
+
+    def _run(self, model, x):
+        checkpoint = self.config.checkpoint
+        return configured_forward(model, x, None if checkpoint == "budget" else checkpoint, self.plan)
 
     @property
     def batch(self) -> int:
@@ -133,6 +130,6 @@ class StepRecipe:
         return ScaledOptimizer(optimizer, self._scaler)
 
 
-def recipe(config, checkpoint_run=None) -> StepRecipe:
-    """The step of ``config`` (``checkpoint_run``: the planner's ``Plan.run`` for ``checkpoint="auto"``)."""
-    return StepRecipe(config, checkpoint_run)
+def recipe(config, plan=None) -> StepRecipe:
+    """The step of ``config`` (``plan``: the planner's plan, for ``checkpoint="auto"``)."""
+    return StepRecipe(config, plan)

@@ -151,8 +151,11 @@ def test_nothing_fits_says_what_takes_the_memory():
 def test_bad_input_is_explained():
     with pytest.raises(FitPlanError, match="TrainConfig"):
         estimate_step(mlp(), (1, 8, 8), {"batch_size": 8})
-    with pytest.raises(FitPlanError, match="Sequential"):
+    with pytest.raises(FitPlanError, match="estimate_step: checkpoint=2 cuts the model into segments, so it must be an nn.Sequential"):
         estimate_step(nn.Linear(4, 2), (4,), TrainConfig(8, checkpoint=2))
+    layers = len(mlp())
+    with pytest.raises(FitPlanError, match=f"tracked_step: checkpoint={layers + 1} segments, but the Sequential has only {layers} layers"):
+        tracked_step(mlp(), (1, 8, 8), TrainConfig(8, checkpoint=layers + 1, card="gtx1050"))  # refused, never clamped
     with pytest.raises(FitPlanError, match="input_shape"):
         estimate_step(mlp(), (1, 8.5, 8), TrainConfig(8))
     with pytest.raises(FitPlanError, match="name a card"):

@@ -92,7 +92,7 @@ def test_bad_pieces_are_refused_with_a_fix():
         TrainingRun(run.model, run.optimizer, run.train_loader, TrainConfig(batch_size=16), run.loss_fn)
     with pytest.raises(ValueError, match="checkpoint=9 segments, but the Sequential has only 6 layers"):
         TrainingRun(run.model, run.optimizer, run.train_loader, TrainConfig(batch_size=8, checkpoint=9), run.loss_fn)
-    with pytest.raises(TypeError, match="must be an nn.Sequential, got Linear; use checkpoint='budget'"):
+    with pytest.raises(TypeError, match="must be an nn.Sequential, got Linear; wrap its layers in nn.Sequential, or use checkpoint='budget'"):
         linear = nn.Linear(12, 4)
         TrainingRun(linear, optim.SGD(linear.parameters(), lr=0.1), run.train_loader,
                     TrainConfig(batch_size=8, checkpoint=2), run.loss_fn)
