@@ -51,6 +51,8 @@ from minigrad.memory import buffers
 from minigrad.testing import strict_backend
 from minigrad.testing.reference_kernels import REFERENCE_KERNELS
 
+import suite_scheduling
+
 CI_EXAMPLES = 60
 WIDE_EXAMPLES = 1000
 
@@ -67,28 +69,9 @@ settings.load_profile(os.environ.get("MINIGRAD_HYPOTHESIS_PROFILE", "ci"))
 DEVICES = ["cpu", strict_backend.DEVICE_TYPE]
 
 
-# Test files that read the same once-per-run gradings (tests/planted_grading.py): one worker runs them all, so
-# the gradings are made once, not once per worker.
-SHARED_GRADINGS = ("tests/test_grading.py", "tests/test_grading_planted.py", "tests/test_grading_output.py")
-# The files that take longest (seconds of one serial run on 2 cores), started first so that no worker is left
-# with one of them at the end while the others idle. Only the balance depends on this list, never a result.
-SLOWEST_FIRST = (
-    "tests/test_notebooks_browser.py",  # 280 s: every chapter in JupyterLab
-    *SHARED_GRADINGS,  # 280 s: the solutions, the stubs, the reference and 295 planted bugs, graded
-    "tests/test_learner_path_browser.py",  # 50 s
-    "chapters/06_convolutions.ipynb",  # 47 s
-    "chapters/11_capstone.ipynb",  # 45 s
-)
-
-
-def scheduling_scope(nodeid: str) -> str:
-    """The unit a worker runs whole: the test's file, or one scope for all of ``SHARED_GRADINGS``."""
-    path = nodeid.split("::", 1)[0]
-    return "the shared gradings" if path in SHARED_GRADINGS else path
-
-
 def pytest_xdist_make_scheduler(config, log):
-    """Under ``pytest -n N`` (pytest-xdist): each :func:`scheduling_scope` runs whole on one worker, in order.
+    """Under ``pytest -n N`` (pytest-xdist): each scope of ``suite_scheduling.scheduling_scope`` runs whole on one
+    worker, in order.
 
     A notebook's cells must (nbval runs them in one kernel, in order); a module's module-scoped fixtures (a
     JupyterLab server, a class of graded students) are then made once, and the shared gradings once, not once
@@ -99,7 +82,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class FilesTogether(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return scheduling_scope(nodeid)
+            return suite_scheduling.scheduling_scope(nodeid)
 
     return FilesTogether(config, log)
 

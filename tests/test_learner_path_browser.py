@@ -238,7 +238,7 @@ def test_the_projects_tests_stay_green_with_the_learners_answers_in_place(course
         path = work / "exercises" / part_of(exercise).file
         if (answer := answered(path.read_text(), exercise)) != path.read_text():
             path.write_text(answer)
-    sync = subprocess.run([sys.executable, "-m", "pytest", "tests/test_exercises_sync.py", "-q", "-p", "no:randomly"],
+    sync = subprocess.run([sys.executable, "-m", "pytest", "tests/test_exercises_sync.py", "-q", "-n0", "-p", "no:randomly"],
                           cwd=ROOT, env=dict(os.environ, MINIGRAD_WORKSPACE=str(work)), capture_output=True, text=True,
                           timeout=600)
     assert sync.returncode == 0, f"the project's tests fail with the learner's answers in place:\n{sync.stdout[-3000:]}"

@@ -5,8 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import conftest
-from conftest import scheduling_scope
+import suite_scheduling
+from suite_scheduling import scheduling_scope
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,15 +25,15 @@ def test_a_module_runs_whole_on_one_worker_and_others_elsewhere():
 
 
 def test_the_files_that_share_gradings_run_together():
-    scopes = {scheduling_scope(f"{path}::test_x") for path in conftest.SHARED_GRADINGS}
+    scopes = {scheduling_scope(f"{path}::test_x") for path in suite_scheduling.SHARED_GRADINGS}
     assert len(scopes) == 1 and scopes != {"tests/test_grading.py"}
 
 
 def test_the_slowest_files_exist_and_come_first(request):
-    for path in (*conftest.SLOWEST_FIRST, *conftest.SHARED_GRADINGS):
-        assert (ROOT / path).is_file(), f"{path} is listed in tests/conftest.py but does not exist: rename it there"
+    for path in (*suite_scheduling.SLOWEST_FIRST, *suite_scheduling.SHARED_GRADINGS):
+        assert (ROOT / path).is_file(), f"{path} is listed in tests/suite_scheduling.py but does not exist: rename it there"
     order = [item.nodeid.split("::")[0] for item in request.session.items]
-    listed = [path for path in conftest.SLOWEST_FIRST if path in order]  # those this run selected
+    listed = [path for path in suite_scheduling.SLOWEST_FIRST if path in order]  # those this run selected
     firsts = list(dict.fromkeys(order))[: len(listed)]
     assert firsts == listed
 
