@@ -111,7 +111,9 @@ def pytest_configure(config):
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected: only the tests that will run
 def pytest_collection_modifyitems(config, items):
-    """Tell tests/planted_grading.py which planted bugs the selected tests ask about, so it grades them together."""
+    """Put the slowest files first (tests/suite_scheduling.py); tell tests/planted_grading.py which planted bugs the
+    selected tests ask about, so it grades them together."""
+    suite_scheduling.slowest_first(items)
     wanted = set()
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})

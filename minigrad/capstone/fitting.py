@@ -103,7 +103,7 @@ def fitting_configuration(model, input_shape, batch_size: int, card, amp: str = 
     profile = get_profile(card)
     first = TrainConfig(batch_size, card=profile, optimizer=optimizer)
     first.but(amp=amp, checkpoint=checkpoint)  # the knobs are checked before anything is measured
-    ### BEGIN SOLUTION 11.1 | the order: float32, then amp, then amp and checkpoint, then those with accumulate = each of accumulation_choices(batch_size) (TrainConfig divides the batch: batch_size stays the effective batch); estimate each with estimate_step(model, input_shape, config, judge=False) and judge it as the card does, by replaying its step through the card's allocator at the card's capacity (StepFit.fits_card), not by comparing a figure with profile.usable_bytes yourself: a full card empties its cache and retries before it gives up, so a step whose reserved peak on a card big enough exceeds the usable bytes may still run; stop at the first that fits
+    ### BEGIN SOLUTION 11.1 | the configurations cheapest first, each one knob more than the one before: float32, mixed precision, then with checkpointing, then with 2, 3, ... micro-batches (divisors of the batch: the effective batch never changes); the answer is the first the card itself accepts, and only the card can say: it replays a step's allocations through its caching allocator at its capacity (see StepFit), while comparing one peak with the usable memory passes steps that fail for want of a free block and refuses steps a full card runs once it has emptied its cache
     order = [first, first.but(amp=amp), first.but(amp=amp, checkpoint=checkpoint)]
     order += [first.but(amp=amp, checkpoint=checkpoint, accumulate=k)
               for k in accumulation_choices(batch_size, most_micro_batches)]
