@@ -121,6 +121,26 @@ def test_planned_checkpoints_and_the_budget_mode():
         unjudged.fits_card("rtx3060")
 
 
+class TwoLayers(nn.Module):
+    """Not a chain: the budget mode needs none (it manages saved tensors, not segments)."""
+
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = nn.Linear(16, 32), nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.second(self.first(x).relu())
+
+
+def test_the_budget_mode_takes_any_model_and_segments_take_a_chain():
+    mt.manual_seed(0)
+    model = TwoLayers()
+    measured = estimate_step(model, (16,), TrainConfig(8, checkpoint="budget", card="gtx1050"))
+    assert measured.how == "measured" and measured.fits and measured.peak > 0
+    with pytest.raises(FitPlanError, match="must be an nn.Sequential, got TwoLayers"):
+        estimate_step(model, (16,), TrainConfig(8, checkpoint=2, card="gtx1050"))
+
+
 def wide_mlp():
     mt.manual_seed(0)
     return nn.Sequential(nn.Flatten(), nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
