@@ -92,7 +92,6 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    skipped = _skipped_notebooks
-    for reason in dict.fromkeys(skipped.values()):
-        names = ", ".join(sorted(name for name, why in skipped.items() if why == reason))
+    for reason in dict.fromkeys(_skipped_notebooks.values()):
+        names = ", ".join(sorted(name for name, why in _skipped_notebooks.items() if why == reason))
         terminalreporter.write_line(f"skipped {names}: {reason}", yellow=True)

@@ -98,7 +98,7 @@ def pytest_runtest_setup(item):
     before depends on the scheduling of ``pytest -n``, so without this a tight card could fit in one run and not the
     next. No file keeps a tensor alive between files (no module-level tensors), so anything alive here is garbage.
     """
-    path = item.nodeid.split("::", 1)[0]
+    path = suite_scheduling.file_of(item.nodeid)
     if path != _file_running[0]:
         _file_running[0] = path
         if buffers.live_bytes():

@@ -63,6 +63,13 @@ JOBS = 2  # gradings at once, each in its own process: the grading parent and it
 BATCH_FROM = 8  # fewer wanted bugs than this are graded one by one, when asked (a `-k` run of a few)
 
 
+def _in_spawned_processes(function, *iterables) -> list:
+    """``map(function, *iterables)``, ``JOBS`` at a time in spawned processes (a fresh interpreter each: grad mode and
+    the other global switches of the library are per process, so gradings never share them)."""
+    with ProcessPoolExecutor(max_workers=JOBS, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(function, *iterables))
+
+
 def grade_planted(bug_id: str) -> ExerciseResult:
     """Bug ``bug_id`` graded on its exercise, in this process."""
     return grade_file(BY_ID[bug_id].exercise, planted_file(bug_id))
@@ -70,13 +77,11 @@ def grade_planted(bug_id: str) -> ExerciseResult:
 
 @functools.cache
 def _graded_together() -> dict[str, ExerciseResult]:
-    """Every wanted bug, graded once, ``JOBS`` at a time in spawned processes (a fresh interpreter each: grad mode
-    and the other global switches of the library are per process, so gradings never share them)."""
+    """Every wanted bug, graded once, ``JOBS`` at a time in spawned processes."""
     wanted = sorted(WANTED)
     if len(wanted) < BATCH_FROM:
         return {}
-    with ProcessPoolExecutor(max_workers=JOBS, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return dict(zip(wanted, pool.map(grade_planted, wanted)))
+    return dict(zip(wanted, _in_spawned_processes(grade_planted, wanted)))
 
 
 @functools.cache
@@ -108,8 +113,7 @@ def graded_course(folder: str) -> tuple[PartResult, ...]:
     Shared by several tests: read the results, never change them.
     """
     indices = range(len(_course_parts()))
-    with ProcessPoolExecutor(max_workers=JOBS, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return tuple(pool.map(grade_course_part, indices, [folder] * len(indices)))
+    return tuple(_in_spawned_processes(grade_course_part, indices, [folder] * len(indices)))
 
 
 def graded_solution(exercise_id: str) -> ExerciseResult:

@@ -21,9 +21,14 @@ SLOWEST_FIRST = (
 )
 
 
+def file_of(nodeid: str) -> str:
+    """The file of a test id, relative to the project (``tests/test_x.py``, ``chapters/01_....ipynb``)."""
+    return nodeid.split("::", 1)[0]
+
+
 def scheduling_scope(nodeid: str) -> str:
     """The unit a worker runs whole: the test's file, or one scope for all of ``SHARED_GRADINGS``."""
-    path = nodeid.split("::", 1)[0]
+    path = file_of(nodeid)
     return "the shared gradings" if path in SHARED_GRADINGS else path
 
 
@@ -31,4 +36,4 @@ def slowest_first(items: list) -> None:
     """Sort the collected ``items`` in place: the files of ``SLOWEST_FIRST`` first, in its order; every file's
     tests stay together and in their order, the other files as collected."""
     rank = {path: i for i, path in enumerate(SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+    items.sort(key=lambda item: rank.get(file_of(item.nodeid), len(rank)))

@@ -32,7 +32,7 @@ def test_the_files_that_share_gradings_run_together():
 def test_the_slowest_files_exist_and_come_first(request):
     for path in (*suite_scheduling.SLOWEST_FIRST, *suite_scheduling.SHARED_GRADINGS):
         assert (ROOT / path).is_file(), f"{path} is listed in tests/suite_scheduling.py but does not exist: rename it there"
-    order = [item.nodeid.split("::")[0] for item in request.session.items]
+    order = [suite_scheduling.file_of(item.nodeid) for item in request.session.items]
     listed = [path for path in suite_scheduling.SLOWEST_FIRST if path in order]  # those this run selected
     firsts = list(dict.fromkeys(order))[: len(listed)]
     assert firsts == listed

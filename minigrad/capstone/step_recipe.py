@@ -92,8 +92,7 @@ class StepRecipe:
         self._scaler = None  # the GradScaler of the last optimizer made (float16)
 
     def _run(self, model, x):
-        checkpoint = self.config.checkpoint
-        return configured_forward(model, x, None if checkpoint == "budget" else checkpoint, self.plan)
+        return configured_forward(model, x, self.config.checkpoint, self.plan)
 
     @property
     def batch(self) -> int:

@@ -85,9 +85,7 @@ def warmed_up_copy(model, input_shape: tuple, make_optimizer, loss_fn, forward, 
     """``(copy, optimizer, make_batch)``: a private copy of ``model`` and its optimizer after one warm-up step at
     batch 2 off any card, so that the optimizer's state exists (as in every step after the first) and
     ``make_batch`` knows the number of classes. Call it inside ``mt.fork_rng()``: it draws random numbers."""
-    parameters = list(model.parameters())
-    device = parameters[0].device if parameters else None
-    del parameters
+    device = next((p.device for p in model.parameters()), None)
     work = private_copy(model, dtype, mode)
     x_dtype = dtype or next((p.dtype for p in work.parameters() if mt.is_floating_point(p.dtype)), None)
     make_batch = BatchMaker(input_shape, x_dtype, device)
